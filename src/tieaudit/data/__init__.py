@@ -1,0 +1,1 @@
+"""Datasets: download, verify, parse into the interim form, and format-faithful generators."""
