@@ -1,3 +1,50 @@
-"""tieaudit: tie-aware, row-order-invariant top-k evaluation for recommender scores."""
+"""tieaudit: tie-aware, row-order-invariant top-k evaluation for recommender scores.
+
+>>> import tieaudit
+>>> ev = tieaudit.evaluate("candidates.csv", ["nDCG@10", "HR@10"], ["input_order", "expected"])
+>>> ev.summary()                                               # doctest: +SKIP
+
+See :mod:`tieaudit.rules` for the tie rules, :mod:`tieaudit.measures` for the measures and their
+formulas, :mod:`tieaudit.hashing` for the stable hash behind ``hash:SEED``, and
+:mod:`tieaudit.audit` for the row-order invariance audit and the reporting checklist.
+"""
+
+from .candidates import CandidateError, CandidateTable, read_candidates
+from .evaluate import (
+    SUMMARY_COLUMNS,
+    Evaluation,
+    RuleResult,
+    evaluate,
+    expected_moments,
+    tie_structure,
+)
+from .hashing import hash_key
+from .measures import DEFAULT_MEASURES, Measure, parse_measure, parse_measures
+from .rules import DEFAULT_RULES, TieRule, parse_rule, parse_rules
+from .seeds import make_rng, make_seed
 
 __version__ = "0.1.0"
+
+__all__ = [
+    "DEFAULT_MEASURES",
+    "DEFAULT_RULES",
+    "SUMMARY_COLUMNS",
+    "CandidateError",
+    "CandidateTable",
+    "Evaluation",
+    "Measure",
+    "RuleResult",
+    "TieRule",
+    "__version__",
+    "evaluate",
+    "expected_moments",
+    "hash_key",
+    "make_rng",
+    "make_seed",
+    "parse_measure",
+    "parse_measures",
+    "parse_rule",
+    "parse_rules",
+    "read_candidates",
+    "tie_structure",
+]

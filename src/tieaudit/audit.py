@@ -1,0 +1,335 @@
+"""The audit: row-order invariance, tie diagnostics and a filled-in reporting checklist.
+
+Row-order invariance
+    An evaluator is row-order invariant if permuting the stored lines of every row (same ids,
+    labels and scores) leaves each row's ranking unchanged. :func:`invariance` re-evaluates the
+    table after three kinds of permutation inside every row — the relevant item stored last, the
+    row reversed, and ``P`` seeded random shuffles — and reports, per rule and measure, the largest
+    change of the mean and the share of rows whose relevant item moved under any permutation.
+    A rule is declared invariant only if no row's relevant item moved (exact ranks compared, all
+    seeds for ``hash_mean``; for ``expected`` the row's ``(g, t)``).
+
+Tie diagnostics
+    :func:`diagnostics` describes how much ties can matter: the share of rows whose relevant item
+    is tied, the distribution of the tie-group size ``t`` at the relevant item, the share of rows
+    whose tie group straddles each cutoff ``k`` (``g < k < g + t``: the tie rule decides top-k
+    membership), the share of candidates sitting at their row's most common score, where the
+    relevant item is stored, and the optimistic - pessimistic gap of each measure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from .candidates import CandidateTable, as_table
+from .evaluate import DEFAULT_SEEDS, Evaluation, evaluate
+from .measures import DEFAULT_MEASURES, Measure, parse_measure, parse_measures
+from .rules import DEFAULT_RULES, TieRule, parse_rules
+from .seeds import make_rng
+
+__all__ = [
+    "AuditResult",
+    "audit",
+    "invariance",
+    "diagnostics",
+    "checklist",
+    "permute_within_rows",
+    "permutation_names",
+    "INVARIANCE_COLUMNS",
+    "DIAGNOSTIC_COLUMNS",
+]
+
+INVARIANCE_COLUMNS = (
+    "rule", "metric", "max_abs_change", "share_rows_moved", "invariant", "n_permutations",
+)  # fmt: skip
+DIAGNOSTIC_COLUMNS = ("diagnostic", "key", "value")
+DEFAULT_PERMUTATIONS = 5
+
+
+def permutation_names(n_random: int) -> list[str]:
+    """``positive_last``, ``reversed``, then ``shuffle:0 .. shuffle:P-1``."""
+    return ["positive_last", "reversed"] + [f"shuffle:{p}" for p in range(n_random)]
+
+
+def permute_within_rows(table: CandidateTable, how: str, seed: int = 0) -> CandidateTable:
+    """The table with the lines of every row permuted; rows stay in first-appearance order.
+
+    ``how`` is ``positive_last`` (the relevant item moved to the end, the others keep their order),
+    ``reversed``, or ``shuffle:P`` (a uniform shuffle from ``make_rng(seed, "audit-shuffle", P)``).
+    """
+    idx = np.arange(table.n_candidates)
+    if how == "positive_last":
+        order = np.lexsort((idx, table.label, table.row))
+    elif how == "reversed":
+        order = np.lexsort((-idx, table.row))
+    elif how.startswith("shuffle:"):
+        p = int(how.split(":", 1)[1])
+        noise = make_rng(seed, "audit-shuffle", p).random(table.n_candidates)
+        order = np.lexsort((noise, table.row))
+    else:
+        raise ValueError(f"unknown permutation {how!r}")
+    return table.take(order, source=f"{table.source} [{how}]")
+
+
+def invariance(
+    data: CandidateTable | pd.DataFrame | str,
+    measures: Iterable[str | Measure] | None = None,
+    rules: Iterable[str | TieRule] | None = None,
+    *,
+    n_permutations: int = DEFAULT_PERMUTATIONS,
+    seed: int = 0,
+    n_seeds: int = DEFAULT_SEEDS,
+    base: Evaluation | None = None,
+) -> pd.DataFrame:
+    """Re-evaluate under within-row permutations; one line per rule and measure.
+
+    Columns ``rule, metric, max_abs_change, share_rows_moved, invariant, n_permutations``.
+    ``base`` may pass an evaluation of the unpermuted table made with ``rank_cap=None``.
+    """
+    table = as_table(data)
+    ms = parse_measures(measures if measures is not None else DEFAULT_MEASURES)
+    rs = parse_rules(rules if rules is not None else DEFAULT_RULES)
+    if base is None or base.rank_cap is not None:
+        base = evaluate(table, ms, rs, n_seeds=n_seeds, rank_cap=None)
+    names = permutation_names(n_permutations)
+    change = {(str(r), m): 0.0 for r in rs for m in ms}
+    moved = {str(r): np.zeros(table.n_rows, dtype=bool) for r in rs}
+    for how in names:
+        ev = evaluate(permute_within_rows(table, how, seed), ms, rs, n_seeds=n_seeds, rank_cap=None)
+        for r in rs:
+            name = str(r)
+            a, b = base[name], ev[name]
+            sig_a, sig_b = a.signature(base.structure), b.signature(ev.structure)
+            moved[name] |= np.any(sig_a != sig_b, axis=0)
+            for m in ms:
+                d = abs(float(b.values[m].mean()) - float(a.values[m].mean()))
+                change[(name, m)] = max(change[(name, m)], d)
+    rows = []
+    for r in rs:
+        name = str(r)
+        share = float(moved[name].mean())
+        ok = share == 0.0 and all(change[(name, m)] == 0.0 for m in ms)
+        for m in ms:
+            rows.append((name, str(m), change[(name, m)], share, "yes" if ok else "no", len(names)))
+    return pd.DataFrame(rows, columns=list(INVARIANCE_COLUMNS))
+
+
+def _modal_share(table: CandidateTable) -> float:
+    """Share of candidates whose score is their row's most common score."""
+    order = np.lexsort((table.score, table.row))
+    r, s = table.row[order], table.score[order]
+    new = np.r_[True, (r[1:] != r[:-1]) | (s[1:] != s[:-1])]
+    starts = np.flatnonzero(new)
+    runs = np.diff(np.r_[starts, len(r)])
+    best = np.zeros(table.n_rows, dtype=np.int64)
+    np.maximum.at(best, r[starts], runs)
+    return float(best.sum() / table.n_candidates)
+
+
+def diagnostics(ev: Evaluation) -> pd.DataFrame:
+    """Tie diagnostics of an evaluation's table (``diagnostic, key, value``; see module doc)."""
+    ts, table = ev.structure, ev.table
+    w = ts.n_rows
+    tied = ts.t > 1
+    line = np.arange(table.n_candidates)
+    first = np.full(w, table.n_candidates, dtype=np.int64)
+    np.minimum.at(first, table.row, line)
+    last = np.full(w, -1, dtype=np.int64)
+    np.maximum.at(last, table.row, line)
+    out: list[tuple[str, str, float]] = [
+        ("rows", "", w),
+        ("candidates", "", table.n_candidates),
+        ("mean_candidates_per_row", "", float(ts.length.mean())),
+        ("share_positive_tied", "", float(tied.mean())),
+        ("mean_tie_size_at_positive", "", float(ts.t.mean())),
+        ("median_tie_size_at_positive", "", float(np.median(ts.t))),
+        ("max_tie_size_at_positive", "", int(ts.t.max())),
+        ("mean_tie_size_at_positive_when_tied", "", float(ts.t[tied].mean()) if tied.any()
+         else 0.0),
+        ("share_candidates_at_modal_score", "", _modal_share(table)),
+        ("share_positive_stored_first", "", float((ts.pos == first).mean())),
+        ("share_positive_stored_last", "", float((ts.pos == last).mean())),
+        ("share_positive_strictly_first", "", float(((ts.g == 0) & ~tied).mean())),
+    ]  # fmt: skip
+    for k in sorted({m.k for m in ev.measures}):
+        out.append(("share_tie_group_straddles_k", f"k={k}",
+                    float(((ts.g < k) & (ts.g + ts.t > k)).mean())))  # fmt: skip
+    opt, pess = ts.g + 1, ts.g + ts.t
+    for m in ev.measures:
+        out.append(("optimistic_minus_pessimistic", str(m), float((m(opt) - m(pess)).mean())))
+    sizes, counts = np.unique(ts.t, return_counts=True)
+    for s, c in zip(sizes, counts, strict=True):
+        out.append(("rows_with_tie_size", f"t={int(s)}", int(c)))
+    frame = pd.DataFrame(out, columns=list(DIAGNOSTIC_COLUMNS))
+    return frame
+
+
+def _value(frame: pd.DataFrame, diagnostic: str, key: str = "") -> float:
+    sel = frame[(frame["diagnostic"] == diagnostic) & (frame["key"] == key)]
+    return float(sel["value"].iloc[0])
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.1f}%"
+
+
+def checklist(
+    ev: Evaluation,
+    diag: pd.DataFrame,
+    inv: pd.DataFrame,
+    *,
+    headline: Sequence[str | Measure] = ("nDCG@10", "HR@10"),
+    reported_rule: str = "expected",
+    permutation_seed: int = 0,
+    title: str | None = None,
+) -> str:
+    """A Markdown reporting checklist filled in from the evaluation, diagnostics and invariance."""
+    summary = ev.summary()
+    heads = [parse_measure(h) for h in headline if parse_measure(h) in ev.measures]
+    if not heads:
+        heads = list(ev.measures[:2])
+    w = ev.table.n_rows
+    rules = [str(r) for r in ev.rules]
+    verdict = inv.drop_duplicates("rule").set_index("rule")
+    moved = verdict["share_rows_moved"]
+
+    def val(rule: str, m: Measure, col: str = "value") -> float:
+        sel = summary[(summary["rule"] == rule) & (summary["metric"] == str(m))]
+        return float(sel[col].iloc[0]) if len(sel) else float("nan")
+
+    first = _value(diag, "share_positive_stored_first")
+    last = _value(diag, "share_positive_stored_last")
+    tied = _value(diag, "share_positive_tied")
+    lines = [f"# Tie-handling report: {title or ev.table.source}", ""]
+    lines += [
+        f"{w:,} evaluation rows, {ev.table.n_candidates:,} candidates "
+        f"({_value(diag, 'mean_candidates_per_row'):.1f} a row). "
+        "Scores and candidates held fixed; only the tie rule changes.",
+        "",
+        "## Headline numbers",
+        "",
+        "| rule | " + " | ".join(str(m) for m in heads) + " |",
+        "|---|" + "---|" * len(heads),
+    ]
+    for r in rules:
+        cells = []
+        for m in heads:
+            v = val(r, m)
+            if r in ("expected", "hash_mean"):
+                cells.append(f"{v:.4f} ± {val(r, m, 'sd'):.4f}")
+            else:
+                cells.append(f"{v:.4f}")
+        lines.append(f"| {r} | " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        "`expected ± sd`: exact expectation under a uniform random order within tie groups and "
+        "the exact standard deviation of the mean; `hash_mean ± sd`: mean and standard deviation "
+        f"over {ev.n_seeds} hash seeds.",
+        "",
+        "## Reporting checklist",
+        "",
+    ]
+
+    def item(ok: bool, text: str) -> None:
+        lines.append(f"- [{'x' if ok else ' '}] {text}")
+
+    item(True, f"**Tie rule used for the reported numbers:** `{reported_rule}`. "
+               f"Rules evaluated here: {', '.join(f'`{r}`' for r in rules)}.")  # fmt: skip
+    item(
+        True,
+        f"**Where the relevant item is stored:** first in {_pct(first)} of rows, last in "
+        f"{_pct(last)}, elsewhere in {_pct(max(0.0, 1 - first - last))}.",
+    )
+    io_inv = verdict["invariant"].get("input_order")
+    stab = (
+        "`input_order` is a stable sort by score: equal scores keep the stored order"
+        + (
+            f", so with the relevant item stored first it wins every tie (input order = "
+            "optimistic on those rows)."
+            if first > 0.5
+            else "."
+        )
+    )
+    item(io_inv == "yes" if io_inv is not None else True, f"**Sort stability:** {stab}")
+    item(
+        True,
+        f"**Share tied:** the relevant item is tied with at least one other candidate in "
+        f"{_pct(tied)} of rows (mean tie-group size at the relevant item "
+        f"{_value(diag, 'mean_tie_size_at_positive'):.2f}, max "
+        f"{int(_value(diag, 'max_tie_size_at_positive'))}); "
+        f"{_pct(_value(diag, 'share_candidates_at_modal_score'))} of candidates sit at their "
+        "row's most common score.",
+    )
+    for m in heads:
+        straddle = _value(diag, "share_tie_group_straddles_k", f"k={m.k}")
+        item(
+            True,
+            f"**{m}: expected value and bounds:** expected {val('expected', m):.4f} "
+            f"(pessimistic {val('pessimistic', m):.4f}, optimistic {val('optimistic', m):.4f}; "
+            f"gap {val('optimistic', m) - val('pessimistic', m):.4f}); the tie group straddles "
+            f"k={m.k} in {_pct(straddle)} of rows.",
+        )
+    seeds = []
+    if "hash_mean" in rules:
+        zs = ", ".join(f"{m}: z = {val('hash_mean', m, 'z'):+.2f}" for m in heads)
+        seeds.append(f"`hash_mean` uses hash seeds 0..{ev.n_seeds - 1} ({zs})")
+    seeds += [f"`{r}` uses seed {r.split(':')[1]}" for r in rules if ":" in r]
+    seeds.append(f"within-row permutations for the audit use seed {permutation_seed}")
+    item(True, "**Seeds:** " + "; ".join(seeds) + ".")
+    not_inv = [r for r in rules if verdict["invariant"].get(r) != "yes"]
+    text = ", ".join(
+        f"`{r}` {'invariant' if verdict['invariant'][r] == 'yes' else 'NOT invariant'}"
+        f" ({_pct(moved[r])} of rows moved)"
+        for r in rules
+    )
+    item(
+        reported_rule not in not_inv,
+        f"**Row-order invariance** ({int(inv['n_permutations'].iloc[0])} within-row "
+        f"permutations): {text}.",
+    )
+    lines += [
+        "",
+        "A checked box means the item is reported and, for sort stability and invariance, that "
+        "the reported rule does not depend on how candidates were stored.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+@dataclass(eq=False)
+class AuditResult:
+    """Everything :func:`audit` computes."""
+
+    evaluation: Evaluation
+    invariance: pd.DataFrame
+    diagnostics: pd.DataFrame
+    checklist: str
+
+
+def audit(
+    data: CandidateTable | pd.DataFrame | str,
+    measures: Iterable[str | Measure] | None = None,
+    rules: Iterable[str | TieRule] | None = None,
+    *,
+    n_seeds: int = DEFAULT_SEEDS,
+    n_permutations: int = DEFAULT_PERMUTATIONS,
+    seed: int = 0,
+    headline: Sequence[str | Measure] = ("nDCG@10", "HR@10"),
+    reported_rule: str = "expected",
+    title: str | None = None,
+) -> AuditResult:
+    """Evaluate, check invariance, compute diagnostics and fill in the checklist."""
+    table = as_table(data)
+    ms = parse_measures(measures if measures is not None else DEFAULT_MEASURES)
+    rs = parse_rules(rules if rules is not None else DEFAULT_RULES)
+    ev = evaluate(table, ms, rs, n_seeds=n_seeds, rank_cap=None)
+    inv = invariance(table, ms, rs, n_permutations=n_permutations, seed=seed, n_seeds=n_seeds,
+                     base=ev)  # fmt: skip
+    diag = diagnostics(ev)
+    text = checklist(ev, diag, inv, headline=headline, reported_rule=reported_rule,
+                     permutation_seed=seed, title=title)  # fmt: skip
+    return AuditResult(ev, inv, diag, text)

@@ -1,0 +1,103 @@
+"""Atomic, deterministic writing of tables and text.
+
+Everything tieaudit writes goes through here: the content is written to a temporary file in the
+destination folder and moved into place with ``os.replace`` only when complete, so a failure never
+leaves a half-written file at the final path. CSV uses ``\\n`` line endings and full-precision
+floats, so the same numbers always give the same bytes.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+
+__all__ = [
+    "atomic_write_bytes",
+    "atomic_write_text",
+    "frame_to_markdown",
+    "frame_to_text",
+    "write_table",
+]
+
+
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
+    """Write ``data`` to ``path`` atomically (creating parent folders)."""
+    dest = Path(path)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, dest)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return dest
+
+
+def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
+    """Write UTF-8 ``text`` to ``path`` atomically."""
+    return atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def frame_to_text(frame: pd.DataFrame, fmt: str = "csv") -> str:
+    """A table as CSV, JSON (a list of records, NaN as null) or an aligned text table."""
+    if fmt == "csv":
+        return frame.to_csv(index=False, lineterminator="\n")
+    if fmt == "json":
+        return frame.to_json(orient="records", indent=2, double_precision=15) + "\n"
+    if fmt == "table":
+        shown = frame.copy()
+        for c in shown.columns:
+            if pd.api.types.is_float_dtype(shown[c]):
+                shown[c] = shown[c].map(lambda v: "" if pd.isna(v) else f"{v:.4f}")
+            else:
+                shown[c] = shown[c].map(lambda v: "" if pd.isna(v) else str(v))
+        return shown.to_string(index=False) + "\n"
+    raise ValueError(f"unknown format {fmt!r}; use csv, json or table")
+
+
+def frame_to_markdown(frame: pd.DataFrame, float_format: str = "{:.4f}") -> str:
+    """A GitHub-flavoured Markdown table (floats with ``float_format``, NaN as empty)."""
+
+    def cell(v: object) -> str:
+        if v is None or (isinstance(v, float) and pd.isna(v)) or v is pd.NA:
+            return ""
+        if isinstance(v, float):
+            return float_format.format(v)
+        return str(v).replace("|", "\\|")
+
+    head = "| " + " | ".join(str(c) for c in frame.columns) + " |"
+    rule = "|" + "|".join("---" for _ in frame.columns) + "|"
+    body = ["| " + " | ".join(cell(v) for v in rec) + " |" for rec in frame.itertuples(False)]
+    return "\n".join([head, rule, *body]) + "\n"
+
+
+def write_table(frame: pd.DataFrame, path: str | os.PathLike[str], fmt: str | None = None) -> Path:
+    """Write ``frame`` atomically; the format follows ``fmt`` or the extension (.csv, .json,
+    .parquet, .md)."""
+    dest = Path(path)
+    fmt = fmt or {".json": "json", ".parquet": "parquet", ".md": "markdown"}.get(
+        dest.suffix.lower(), "csv"
+    )
+    if fmt == "parquet":
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        table = pa.Table.from_pandas(frame, preserve_index=False)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
+        os.close(fd)
+        try:
+            pq.write_table(table, tmp)
+            os.replace(tmp, dest)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        return dest
+    if fmt == "markdown":
+        return atomic_write_text(dest, frame_to_markdown(frame))
+    return atomic_write_text(dest, frame_to_text(frame, fmt))
