@@ -1,0 +1,39 @@
+"""Scorers: the :class:`Scorer` interface, a name registry and the built-in scorers.
+
+Get one with :func:`get_scorer`::
+
+    scorer = get_scorer("attribute_overlap", weight="binary").fit(history, item_attributes)
+    scored = score_candidates(candidates, scorer)
+
+Built-ins (registered on import): ``attribute_overlap`` (option ``weight``: ``rating`` |
+``binary`` | ``count``), ``residualized_attribute`` (same option) and ``popularity``. A user scorer
+is named ``"package.module:Class"`` (importable) or ``"path/to/file.py:Class"`` and constructed
+with the options; ``examples/my_scorer.py`` at the repository top level is a worked example.
+"""
+
+from tieaudit.scorers.attribute import AttributeOverlapScorer, ResidualizedAttributeScorer
+from tieaudit.scorers.base import (
+    Scorer,
+    ScorerInterfaceError,
+    ScorerLoadError,
+    available_scorers,
+    check_scorer,
+    get_scorer,
+    register,
+    score_candidates,
+)
+from tieaudit.scorers.popularity import PopularityScorer
+
+__all__ = [
+    "Scorer",
+    "ScorerLoadError",
+    "ScorerInterfaceError",
+    "register",
+    "get_scorer",
+    "available_scorers",
+    "check_scorer",
+    "score_candidates",
+    "AttributeOverlapScorer",
+    "ResidualizedAttributeScorer",
+    "PopularityScorer",
+]

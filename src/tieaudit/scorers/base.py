@@ -1,0 +1,228 @@
+"""The scorer interface, the registry of named scorers, user-scorer loading and candidate scoring."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import inspect
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+import pandas as pd
+
+__all__ = [
+    "Scorer",
+    "ScorerLoadError",
+    "ScorerInterfaceError",
+    "register",
+    "get_scorer",
+    "available_scorers",
+    "check_scorer",
+    "score_candidates",
+]
+
+
+@runtime_checkable
+class Scorer(Protocol):
+    """What a scorer must provide.
+
+    ``fit(history, item_attributes) -> self``
+        ``history``: interactions available for training (``user_id``, ``item_id``, ``rating``,
+        ``timestamp``; never the held-out rows). ``item_attributes``: one row per
+        ``(item_id, attribute)`` pair. Returns the fitted scorer itself.
+
+    ``score(user_ids, item_ids) -> np.ndarray``
+        A batch of ``n`` (user, item) pairs as two equally long 1-D arrays of id strings; returns
+        ``n`` finite float64 scores, higher is better, in the same order. It must be vectorised
+        (no Python loop per pair). Users or items never seen in ``fit`` must still get a score.
+        A scorer may look at the whole batch (``residualized_attribute`` does), so callers pass
+        all pairs of an evaluation at once: :func:`score_candidates` makes a single call.
+    """
+
+    def fit(self, history: pd.DataFrame, item_attributes: pd.DataFrame) -> Scorer: ...
+
+    def score(self, user_ids: np.ndarray, item_ids: np.ndarray) -> np.ndarray: ...
+
+
+class ScorerLoadError(ValueError):
+    """A scorer name or ``module:Class`` path that cannot be resolved or constructed."""
+
+
+class ScorerInterfaceError(TypeError):
+    """An object that does not satisfy :class:`Scorer`."""
+
+
+_REGISTRY: dict[str, Callable[..., Scorer]] = {}
+
+
+def register(name: str, factory: Callable[..., Scorer] | None = None, *, replace: bool = False):
+    """Register ``factory`` (usually a class) under ``name``; usable as ``@register("name")``.
+
+    Names must not contain ``':'`` (that marks a ``module:Class`` path). Registering a taken name
+    raises ``ValueError`` unless ``replace=True``.
+    """
+    if not name or ":" in name:
+        raise ValueError(f"invalid scorer name {name!r} (non-empty, no ':')")
+
+    def deco(f: Callable[..., Scorer]) -> Callable[..., Scorer]:
+        if not callable(f):
+            raise TypeError(f"scorer factory for {name!r} is not callable: {f!r}")
+        if name in _REGISTRY and not replace and _REGISTRY[name] is not f:
+            raise ValueError(f"scorer name {name!r} is already registered")
+        _REGISTRY[name] = f
+        return f
+
+    return deco if factory is None else deco(factory)
+
+
+def available_scorers() -> list[str]:
+    """The registered scorer names, sorted."""
+    return sorted(_REGISTRY)
+
+
+def get_scorer(name_or_path: str, **options) -> Scorer:
+    """An unfitted scorer: a registered name, or a user scorer given by path.
+
+    * ``"attribute_overlap"`` — a registered name (see :func:`available_scorers`);
+    * ``"package.module:Class"`` — ``importlib.import_module("package.module")``, then the
+      attribute ``Class`` (dots after the colon walk nested attributes); the module must be
+      importable, i.e. on ``sys.path``;
+    * ``"path/to/file.py:Class"`` — the module part ends in ``.py``: the file is loaded directly
+      (relative paths are relative to the current directory), no ``sys.path`` change needed.
+
+    The factory is called with ``**options``; the result is checked with :func:`check_scorer`.
+    Failures raise :class:`ScorerLoadError` (cannot find / construct) or
+    :class:`ScorerInterfaceError` (constructed object lacks ``fit``/``score``).
+    """
+    if not isinstance(name_or_path, str) or not name_or_path:
+        raise ScorerLoadError(f"scorer must be a non-empty string, got {name_or_path!r}")
+    if ":" in name_or_path:
+        factory = _resolve_path(name_or_path)
+    else:
+        if name_or_path not in _REGISTRY:
+            raise ScorerLoadError(
+                f"unknown scorer {name_or_path!r}; registered: {available_scorers()}; "
+                "a user scorer is given as 'package.module:Class' or 'path/to/file.py:Class'"
+            )
+        factory = _REGISTRY[name_or_path]
+    try:
+        scorer = factory(**options)
+    except TypeError as exc:
+        raise ScorerLoadError(
+            f"cannot construct scorer {name_or_path!r} with options {options}: {exc}"
+        ) from exc
+    check_scorer(scorer, name_or_path)
+    return scorer
+
+
+def check_scorer(obj: object, name: str | None = None) -> None:
+    """Raise :class:`ScorerInterfaceError` unless ``obj`` has ``fit(h, a)`` and ``score(u, i)``."""
+    what = f"scorer {name!r}" if name else f"{type(obj).__name__} object"
+    if isinstance(obj, type):
+        raise ScorerInterfaceError(f"{what} is a class, not an instance: {obj!r}")
+    for method in ("fit", "score"):
+        fn = getattr(obj, method, None)
+        if fn is None or not callable(fn):
+            raise ScorerInterfaceError(
+                f"{what} ({type(obj).__name__}) has no callable '{method}' method; a scorer needs "
+                "fit(history, item_attributes) -> self and score(user_ids, item_ids) -> float64 "
+                "array"
+            )
+        try:
+            inspect.signature(fn).bind(None, None)
+        except TypeError as exc:
+            raise ScorerInterfaceError(
+                f"{what} ({type(obj).__name__}).{method} cannot be called with two positional "
+                f"arguments: {exc}"
+            ) from exc
+        except ValueError:  # pragma: no cover - builtins without a signature
+            pass
+
+
+def score_candidates(candidates: pd.DataFrame, scorer: Scorer) -> pd.DataFrame:
+    """A copy of ``candidates`` with a float64 ``score`` column from a fitted ``scorer``.
+
+    All pairs are scored in one call (``scorer.score(user_ids, item_ids)`` with object arrays of
+    id strings, in stored order), so batch-dependent scorers see the whole candidate set. An
+    existing ``score`` column is replaced. The result must have one finite float per line,
+    otherwise ``ValueError``.
+    """
+    missing = [c for c in ("user_id", "item_id") if c not in candidates.columns]
+    if missing:
+        raise ValueError(f"candidates lack column(s) {missing}")
+    users = candidates["user_id"].to_numpy(dtype=object)
+    items = candidates["item_id"].to_numpy(dtype=object)
+    raw = scorer.score(users, items)
+    try:
+        scores = np.asarray(raw, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"scorer returned values that are not numbers: {exc}") from exc
+    if scores.shape != (len(candidates),):
+        raise ValueError(
+            f"scorer returned an array of shape {scores.shape} for {len(candidates)} pairs"
+        )
+    bad = ~np.isfinite(scores)
+    if bad.any():
+        raise ValueError(
+            f"scorer returned {int(bad.sum())} non-finite score(s), first at line "
+            f"{int(np.flatnonzero(bad)[0])}"
+        )
+    out = candidates.copy()
+    out["score"] = scores
+    return out
+
+
+def _resolve_path(spec: str) -> Callable[..., Scorer]:
+    module_part, _, attr_part = spec.rpartition(":")
+    if not module_part or not attr_part:
+        raise ScorerLoadError(f"scorer path {spec!r} must look like 'package.module:Class'")
+    if module_part.endswith(".py"):
+        module = _load_file(module_part, spec)
+    else:
+        try:
+            module = importlib.import_module(module_part)
+        except ImportError as exc:
+            raise ScorerLoadError(
+                f"cannot import module {module_part!r} for scorer {spec!r}: {exc} "
+                "(is it on sys.path? a file can be given as 'path/to/file.py:Class')"
+            ) from exc
+        except Exception as exc:
+            raise ScorerLoadError(
+                f"error while importing module {module_part!r} for scorer {spec!r}: {exc!r}"
+            ) from exc
+    obj: object = module
+    for part in attr_part.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError as exc:
+            raise ScorerLoadError(
+                f"module {module_part!r} has no attribute {attr_part!r} (scorer {spec!r})"
+            ) from exc
+    if not callable(obj):
+        raise ScorerLoadError(f"{spec!r} is not callable (a class or factory function)")
+    return obj  # type: ignore[return-value]
+
+
+def _load_file(path_text: str, spec_text: str):
+    path = Path(path_text).expanduser().resolve()
+    if not path.is_file():
+        raise ScorerLoadError(f"scorer file {path_text!r} does not exist (scorer {spec_text!r})")
+    digest = hashlib.sha256(str(path).encode()).hexdigest()[:12]
+    mod_name = f"_tieaudit_user_scorer_{path.stem}_{digest}"
+    if mod_name in sys.modules:
+        return sys.modules[mod_name]
+    spec = importlib.util.spec_from_file_location(mod_name, path)
+    if spec is None or spec.loader is None:  # pragma: no cover - not a Python file
+        raise ScorerLoadError(f"cannot load {path_text!r} as a Python module")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[mod_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:
+        del sys.modules[mod_name]
+        raise ScorerLoadError(f"error while executing scorer file {path_text!r}: {exc}") from exc
+    return module

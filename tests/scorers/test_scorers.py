@@ -1,0 +1,395 @@
+"""tieaudit.scorers: built-in scorers (hand-computed), registry, user scorers, score_candidates."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tieaudit.sampling import build_candidates
+from tieaudit.scorers import (
+    AttributeOverlapScorer,
+    ResidualizedAttributeScorer,
+    Scorer,
+    ScorerInterfaceError,
+    ScorerLoadError,
+    available_scorers,
+    get_scorer,
+    register,
+    score_candidates,
+)
+from tieaudit.scorers import base as scorer_base
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLE = REPO / "examples" / "my_scorer.py"
+
+# u1: i1 (5), i2 (3), i3 (NaN).  u2: i2 twice (4, then 2).
+HISTORY = pd.DataFrame(
+    {
+        "user_id": ["u1", "u1", "u1", "u2", "u2"],
+        "item_id": ["i1", "i2", "i3", "i2", "i2"],
+        "rating": [5.0, 3.0, np.nan, 4.0, 2.0],
+        "timestamp": [1, 2, 3, 4, 5],
+    }
+).astype({"user_id": "str", "item_id": "str"})
+# i1 {red, big}, i2 {red, small}, i3 {blue}, i4 {red, blue, big}, i5 {green}; i6 none.
+# The repeated (i1, red) pair counts once.
+ATTRS = pd.DataFrame(
+    [
+        ("i1", "red"), ("i1", "big"), ("i1", "red"),
+        ("i2", "red"), ("i2", "small"),
+        ("i3", "blue"),
+        ("i4", "red"), ("i4", "blue"), ("i4", "big"),
+        ("i5", "green"),
+    ],
+    columns=["item_id", "attribute"],
+).astype("str")
+
+PAIRS = [("u1", "i4"), ("u1", "i5"), ("u1", "i6"), ("u1", "i1"), ("u2", "i4"), ("u2", "i2"),
+         ("u3", "i1"), ("u2", "nope"), ("u1", "i3")]
+# By hand. rating: w_u1 = {red: 5+3, big: 5, small: 3, blue: NaN->1}, w_u2 = {red: 4+2, small: 6}
+#          binary: w_u1 = {red, big, small, blue: 1},  w_u2 = {red, small: 1}
+#          count:  w_u1 = {red: 2, big: 1, small: 1, blue: 1}, w_u2 = {red: 2, small: 2}
+EXPECTED = {
+    #          u1i4        u1i5 u1i6 u1i1      u2i4 u2i2   u3i1 u2nope u1i3
+    "rating": [8 + 1 + 5, 0, 0, 8 + 5, 6, 6 + 6, 0, 0, 1],
+    "binary": [3, 0, 0, 2, 1, 2, 0, 0, 1],
+    "count": [2 + 1 + 1, 0, 0, 2 + 1, 2, 2 + 2, 0, 0, 1],
+}
+POPULARITY = {"i1": 1, "i2": 3, "i3": 1}  # history rows per item
+N_ATTRS = {"i1": 2, "i2": 2, "i3": 1, "i4": 3, "i5": 1}
+
+
+def users_items(pairs=PAIRS):
+    u, i = zip(*pairs, strict=True)
+    return np.array(u, dtype=object), np.array(i, dtype=object)
+
+
+@pytest.mark.parametrize("weight", ["rating", "binary", "count"])
+def test_attribute_overlap_by_hand(weight):
+    scorer = get_scorer("attribute_overlap", weight=weight).fit(HISTORY, ATTRS)
+    assert isinstance(scorer, AttributeOverlapScorer) and isinstance(scorer, Scorer)
+    got = scorer.score(*users_items())
+    assert got.dtype == np.float64
+    np.testing.assert_array_equal(got, np.array(EXPECTED[weight], dtype=float))
+
+
+def test_attribute_overlap_default_weight_is_rating():
+    scorer = get_scorer("attribute_overlap").fit(HISTORY, ATTRS)
+    np.testing.assert_array_equal(scorer.score(*users_items()), EXPECTED["rating"])
+
+
+def test_attribute_overlap_errors():
+    with pytest.raises(ValueError, match="weight"):
+        AttributeOverlapScorer(weight="tfidf")
+    with pytest.raises(RuntimeError, match="before fit"):
+        AttributeOverlapScorer().score(*users_items())
+    with pytest.raises(ValueError, match="rating"):
+        AttributeOverlapScorer().fit(HISTORY.drop(columns="rating"), ATTRS)
+    # binary/count do not need ratings
+    AttributeOverlapScorer(weight="count").fit(HISTORY.drop(columns="rating"), ATTRS)
+
+
+def _naive_overlap(history, attrs, weight, pairs):
+    """Pure-Python reference: dict of dicts, one loop per pair (what the scorer must not do)."""
+    item_attrs: dict[str, set] = {}
+    for it, a in zip(attrs["item_id"], attrs["attribute"], strict=True):
+        item_attrs.setdefault(it, set()).add(a)
+    w: dict[str, dict[str, float]] = {}
+    for u, it, r in zip(history["user_id"], history["item_id"], history["rating"], strict=True):
+        for a in item_attrs.get(it, ()):
+            d = w.setdefault(u, {})
+            v = {"rating": 1.0 if np.isnan(r) else r, "count": 1.0, "binary": 1.0}[weight]
+            d[a] = 1.0 if weight == "binary" else d.get(a, 0.0) + v
+    return np.array([sum(w.get(u, {}).get(a, 0.0) for a in item_attrs.get(i, ()))
+                     for u, i in pairs])
+
+
+@pytest.mark.parametrize("weight", ["rating", "binary", "count"])
+def test_attribute_overlap_matches_naive_reference_with_chunking(weight):
+    rng = np.random.default_rng(4)
+    n_users, n_items, n_attr = 40, 80, 15
+    history = pd.DataFrame(
+        {
+            "user_id": [f"u{k}" for k in rng.integers(0, n_users, 400)],
+            "item_id": [f"i{k}" for k in rng.integers(0, n_items, 400)],
+            "rating": np.where(rng.random(400) < 0.1, np.nan, rng.integers(1, 6, 400)),
+        }
+    )
+    attrs = pd.DataFrame(
+        {
+            "item_id": [f"i{k}" for k in rng.integers(0, n_items + 10, 300)],
+            "attribute": [f"a{k}" for k in rng.integers(0, n_attr, 300)],
+        }
+    )
+    pairs = [(f"u{rng.integers(0, n_users + 5)}", f"i{rng.integers(0, n_items + 10)}")
+             for _ in range(700)]
+    expected = _naive_overlap(history, attrs.drop_duplicates(), weight, pairs)
+    for chunk in (7, 1_000_000):  # chunking must not change anything
+        got = AttributeOverlapScorer(weight=weight, chunk_size=chunk).fit(history, attrs)
+        np.testing.assert_allclose(got.score(*users_items(pairs)), expected, rtol=1e-12)
+
+
+@pytest.mark.parametrize("weight", ["rating", "count"])
+def test_residualized_equals_independent_lstsq(weight):
+    scorer = get_scorer("residualized_attribute", weight=weight).fit(HISTORY, ATTRS)
+    assert isinstance(scorer, ResidualizedAttributeScorer)
+    users, items = users_items()
+    s = np.array(EXPECTED[weight], dtype=float)
+    x1 = np.log(1.0 + np.array([POPULARITY.get(i, 0) for i in items], dtype=float))
+    x2 = np.array([N_ATTRS.get(i, 0) for i in items], dtype=float)
+    X = np.column_stack([np.ones_like(s), x1, x2])
+    beta, *_ = np.linalg.lstsq(X, s, rcond=None)
+    got = scorer.score(users, items)
+    np.testing.assert_allclose(got, s - X @ beta, atol=1e-12)
+    np.testing.assert_allclose(scorer.coef_, beta, atol=1e-12)
+    # residuals are orthogonal to the design (OLS normal equations)
+    np.testing.assert_allclose(X.T @ got, 0.0, atol=1e-10)
+
+
+def test_residualized_fits_on_the_batch_and_keeps_identical_pairs_tied():
+    scorer = ResidualizedAttributeScorer().fit(HISTORY, ATTRS)
+    users, items = users_items()
+    full = scorer.score(users, items)
+    part = scorer.score(users[:5], items[:5])
+    assert not np.allclose(full[:5], part)  # a different batch gives a different fit
+    # two identical pairs (same s, x1, x2) placed far apart get bit-identical residuals
+    u = np.array(["u1"] + ["u2"] * 997 + ["u1", "u2"], dtype=object)
+    i = np.array(["i4"] + ["i2"] * 997 + ["i4", "i5"], dtype=object)
+    r = scorer.score(u, i)
+    assert r[0] == r[998]
+    assert len(scorer.score(u[:0], i[:0])) == 0
+
+
+def test_residualized_rank_deficient_design_is_handled():
+    # every scored item has 2 attributes: x2 is collinear with the intercept
+    scorer = ResidualizedAttributeScorer().fit(HISTORY, ATTRS)
+    users = np.array(["u1", "u2", "u1", "u2"], dtype=object)
+    items = np.array(["i1", "i1", "i2", "i2"], dtype=object)
+    got = scorer.score(users, items)
+    s = np.array([13.0, 6.0, 11.0, 12.0])  # u1i1 8+5, u2i1 6, u1i2 8+3, u2i2 6+6
+    x1 = np.log1p(np.array([1.0, 1.0, 3.0, 3.0]))
+    X = np.column_stack([np.ones(4), x1])  # the same column space
+    beta, *_ = np.linalg.lstsq(X, s, rcond=None)
+    np.testing.assert_allclose(got, s - X @ beta, atol=1e-12)
+
+
+def test_popularity_counts_history_rows():
+    scorer = get_scorer("popularity").fit(HISTORY, ATTRS)
+    users, items = users_items()
+    got = scorer.score(users, items)
+    assert got.dtype == np.float64
+    np.testing.assert_array_equal(got, [POPULARITY.get(i, 0) for i in items])
+
+
+# ---------------------------------------------------------------------------- registry & loading
+
+
+def test_registry_lists_builtins_and_registers_new_names():
+    assert {"attribute_overlap", "residualized_attribute", "popularity"} <= set(
+        available_scorers()
+    )
+
+    class Const:
+        def __init__(self, value=1.0):
+            self.value = value
+
+        def fit(self, history, item_attributes):
+            return self
+
+        def score(self, user_ids, item_ids):
+            return np.full(len(item_ids), self.value)
+
+    try:
+        register("const_test", Const)
+        s = get_scorer("const_test", value=2.5)
+        assert isinstance(s, Const) and s.value == 2.5
+        with pytest.raises(ValueError, match="already registered"):
+            register("const_test", lambda: Const())
+        register("const_test", Const)  # same factory again is fine
+        with pytest.raises(ValueError, match="invalid scorer name"):
+            register("a:b", Const)
+
+        @register("const_test_deco")
+        class Deco(Const):
+            pass
+
+        assert isinstance(get_scorer("const_test_deco"), Deco)
+    finally:
+        scorer_base._REGISTRY.pop("const_test", None)
+        scorer_base._REGISTRY.pop("const_test_deco", None)
+
+
+def test_unknown_name_and_bad_options():
+    with pytest.raises(ScorerLoadError, match="unknown scorer 'nope'.*registered"):
+        get_scorer("nope")
+    with pytest.raises(ScorerLoadError, match="cannot construct scorer 'popularity'"):
+        get_scorer("popularity", weight="rating")
+    with pytest.raises(ValueError, match="weight must be"):
+        get_scorer("attribute_overlap", weight="idf")
+
+
+def _fit_example(scorer):
+    # u1: i1 at day 0, i2 at day 10; half-life 10 days -> decay i1 0.5, i2 1.0
+    history = pd.DataFrame(
+        {"user_id": ["u1", "u1"], "item_id": ["i1", "i2"], "rating": [1.0, 1.0],
+         "timestamp": [0, 10 * 86_400]}
+    )
+    attrs = pd.DataFrame(
+        {"item_id": ["i1", "i2", "i2", "i9"], "attribute": ["red", "red", "blue", "blue"]}
+    )
+    scorer.fit(history, attrs)
+    # w_u1 = {red: 0.5 + 1, blue: 1}; i9 {blue} -> 1; i2 {red, blue} -> 2.5; u2 unknown -> 0
+    got = scorer.score(np.array(["u1", "u1", "u2", "u1"], dtype=object),
+                       np.array(["i9", "i2", "i2", "i7"], dtype=object))
+    np.testing.assert_allclose(got, [1.0, 2.5, 0.0, 0.0])
+
+
+def test_example_scorer_by_file_path(monkeypatch):
+    scorer = get_scorer(f"{EXAMPLE}:RecencyAttributeScorer", half_life_days=10)
+    assert type(scorer).__name__ == "RecencyAttributeScorer" and isinstance(scorer, Scorer)
+    _fit_example(scorer)
+    # relative to the current directory
+    monkeypatch.chdir(REPO)
+    _fit_example(get_scorer("examples/my_scorer.py:RecencyAttributeScorer", half_life_days=10))
+
+
+def test_example_scorer_by_dotted_path(monkeypatch):
+    monkeypatch.syspath_prepend(str(EXAMPLE.parent))
+    monkeypatch.delitem(sys.modules, "my_scorer", raising=False)
+    try:
+        _fit_example(get_scorer("my_scorer:RecencyAttributeScorer", half_life_days=10))
+    finally:
+        sys.modules.pop("my_scorer", None)
+
+
+def test_user_scorer_loading_errors(tmp_path, monkeypatch):
+    (tmp_path / "bad_scorers.py").write_text(
+        "import numpy as np\n"
+        "class NoScore:\n"
+        "    def fit(self, history, item_attributes):\n"
+        "        return self\n"
+        "class OneArgFit:\n"
+        "    def fit(self, history):\n"
+        "        return self\n"
+        "    def score(self, user_ids, item_ids):\n"
+        "        return np.zeros(len(item_ids))\n"
+        "class ScoreNotCallable:\n"
+        "    score = 3\n"
+        "    def fit(self, history, item_attributes):\n"
+        "        return self\n"
+        "def returns_class():\n"
+        "    return NoScore\n"
+        "NOT_CALLABLE = 42\n"
+    )
+    (tmp_path / "broken_scorer.py").write_text("raise RuntimeError('boom')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for mod in ("bad_scorers", "broken_scorer"):
+        monkeypatch.delitem(sys.modules, mod, raising=False)
+    with pytest.raises(ScorerLoadError, match="cannot import module 'no_such_pkg.mod'"):
+        get_scorer("no_such_pkg.mod:Thing")
+    with pytest.raises(ScorerLoadError, match="has no attribute 'Missing'"):
+        get_scorer("bad_scorers:Missing")
+    with pytest.raises(ScorerLoadError, match="not callable"):
+        get_scorer("bad_scorers:NOT_CALLABLE")
+    with pytest.raises(ScorerLoadError, match="boom"):
+        get_scorer("broken_scorer:X")
+    with pytest.raises(ScorerLoadError, match="boom"):
+        get_scorer(f"{tmp_path / 'broken_scorer.py'}:X")
+    with pytest.raises(ScorerLoadError, match="does not exist"):
+        get_scorer(f"{tmp_path / 'missing.py'}:X")
+    with pytest.raises(ScorerLoadError, match="must look like"):
+        get_scorer("bad_scorers:")
+    with pytest.raises(ScorerLoadError, match="cannot construct"):
+        get_scorer("bad_scorers:NoScore", alpha=1)
+    with pytest.raises(ScorerInterfaceError, match="no callable 'score'"):
+        get_scorer("bad_scorers:NoScore")
+    with pytest.raises(ScorerInterfaceError, match="no callable 'score'"):
+        get_scorer(f"{tmp_path / 'bad_scorers.py'}:ScoreNotCallable")
+    with pytest.raises(ScorerInterfaceError, match=r"fit cannot be called with two"):
+        get_scorer("bad_scorers:OneArgFit")
+    with pytest.raises(ScorerInterfaceError, match="is a class"):
+        get_scorer("bad_scorers:returns_class")
+
+
+# ------------------------------------------------------------------------------ score_candidates
+
+
+def _candidates():
+    heldout = pd.DataFrame({"user_id": ["u1", "u2"], "item_id": ["i4", "i5"]}).astype("str")
+    catalog = ["i1", "i2", "i3", "i4", "i5", "i6"]
+    return build_candidates(heldout, HISTORY, catalog, 2, seed=0)
+
+
+def test_score_candidates_adds_scores_in_stored_order():
+    cands = _candidates()
+    scorer = get_scorer("attribute_overlap").fit(HISTORY, ATTRS)
+    scored = score_candidates(cands, scorer)
+    assert "score" not in cands.columns  # input untouched
+    assert list(scored.columns) == ["row", "user_id", "item_id", "label", "score"]
+    assert scored["score"].dtype == np.float64
+    expected = scorer.score(cands["user_id"].to_numpy(object), cands["item_id"].to_numpy(object))
+    np.testing.assert_array_equal(scored["score"].to_numpy(), expected)
+    # u1's positive i4 scores 14 (hand value above)
+    assert scored.loc[(scored["user_id"] == "u1") & (scored["label"] == 1), "score"].item() == 14
+    again = score_candidates(scored, get_scorer("popularity").fit(HISTORY, ATTRS))
+    assert list(again.columns) == list(scored.columns)  # score replaced, not duplicated
+
+
+def test_score_candidates_rejects_bad_output():
+    cands = _candidates()
+
+    class Bad:
+        def __init__(self, out):
+            self.out = out
+
+        def fit(self, h, a):
+            return self
+
+        def score(self, u, i):
+            return self.out(len(i))
+
+    with pytest.raises(ValueError, match="shape"):
+        score_candidates(cands, Bad(lambda n: np.zeros(n - 1)))
+    with pytest.raises(ValueError, match="non-finite"):
+        score_candidates(cands, Bad(lambda n: np.r_[np.zeros(n - 1), np.nan]))
+    with pytest.raises(ValueError, match="not numbers"):
+        score_candidates(cands, Bad(lambda n: np.array(["x"] * n)))
+
+
+def test_overlap_ties_are_common_and_residualized_ties_rare():
+    """The motivating contrast, on a small synthetic set."""
+    rng = np.random.default_rng(0)
+    n_items, n_users = 400, 150
+    items = [f"i{k}" for k in range(n_items)]
+    attrs = pd.DataFrame(
+        {"item_id": np.repeat(items, 3), "attribute": [f"a{k}" for k in rng.integers(0, 30, 3 * n_items)]}
+    )
+    history = pd.DataFrame(
+        {
+            "user_id": [f"u{k}" for k in rng.integers(0, n_users, 3000)],
+            "item_id": [items[k] for k in np.minimum(rng.zipf(1.5, 3000), n_items) - 1],
+            "rating": rng.integers(1, 6, 3000).astype(float),
+        }
+    )
+    users = sorted(set(history["user_id"]))
+    heldout = pd.DataFrame({"user_id": users, "item_id": rng.choice(items, len(users))})
+    cands = build_candidates(heldout, history, items, 49, seed=1)
+
+    def tie_share(scored):
+        dup = scored.duplicated(["row", "score"], keep=False)
+        return dup.mean()
+
+    overlap = score_candidates(cands, get_scorer("attribute_overlap").fit(history, attrs))
+    resid = score_candidates(cands, get_scorer("residualized_attribute").fit(history, attrs))
+    assert tie_share(overlap) > 0.5
+    assert tie_share(resid) < tie_share(overlap) / 1.5
+    # residual ties come only from pairs with identical (s, x1, x2) - e.g. s = 0 on unseen items
+    scorer = get_scorer("residualized_attribute").fit(history, attrs)
+    x1, x2 = scorer.covariates(cands["item_id"].to_numpy(object))
+    full = resid.assign(s=overlap["score"], x1=x1, x2=x2)
+    tied = full[full.duplicated(["row", "score"], keep=False)]
+    assert (tied.groupby(["row", "score"])[["s", "x1", "x2"]].nunique() == 1).all().all()
