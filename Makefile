@@ -29,6 +29,20 @@ test-fast: $(STAMP)  ## the tests without the end-to-end workflow runs
 lint: $(STAMP)  ## ruff on the library, tests and scripts
 	$(BIN)/ruff check src tests scripts benchmarks
 
+demo: $(STAMP)  ## run the whole pipeline offline on generated demo data (about a minute)
+	$(BIN)/snakemake --configfile config/demo.yaml --cores $(CORES)
+	$(BIN)/snakemake --configfile config/demo.yaml --report results/report.html
+	@echo
+	@echo "Demo done. Tables:   results/paper/*.csv, *.md, *.tex (compare.md, checklist.md)"
+	@echo "           Figures:  results/paper/figures/"
+	@echo "           Report:   results/report.html"
+	@echo "           Per dataset and scorer: results/demo_*/<scorer>/{metrics.csv,audit/}"
+
+paper: $(STAMP)  ## download the real data (about 1 GB) and regenerate the paper's tables
+	$(BIN)/snakemake --cores $(CORES)
+	$(BIN)/snakemake --report results/report.html
+	@echo "Tables: results/paper/   Report: results/report.html"
+
 bench: $(STAMP)  ## run the benchmarks (minutes; prints ratios measured side by side)
 	$(BIN)/python benchmarks/bench_evaluate.py
 

@@ -16,6 +16,7 @@ from .evaluate import (
     RuleResult,
     evaluate,
     expected_moments,
+    hash_seed_ranks,
     tie_structure,
 )
 from .hashing import hash_key
@@ -39,6 +40,7 @@ __all__ = [
     "evaluate",
     "expected_moments",
     "hash_key",
+    "hash_seed_ranks",
     "make_rng",
     "make_seed",
     "parse_measure",

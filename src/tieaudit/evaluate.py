@@ -45,6 +45,7 @@ __all__ = [
     "Evaluation",
     "evaluate",
     "expected_moments",
+    "hash_seed_ranks",
     "SUMMARY_COLUMNS",
     "DEFAULT_SEEDS",
 ]
@@ -355,6 +356,32 @@ def _hash_ranks(
     return out
 
 
+def _cap(measures: Sequence[Measure], rank_cap: int | None) -> int | None:
+    return max(m.k for m in measures) + 1 if rank_cap == -1 else rank_cap
+
+
+def hash_seed_ranks(
+    data: CandidateTable | pd.DataFrame | str,
+    seeds: Sequence[int],
+    measures: Iterable[str | Measure] | None = None,
+    *,
+    rank_cap: int | None = -1,
+) -> np.ndarray:
+    """Ranks of every row's relevant item under ``hash:s`` for each seed, shape (seeds, W).
+
+    Capped as :func:`evaluate` caps them (default: the largest cutoff of ``measures`` + 1), so
+    chunks of seeds computed separately and stacked in seed order can be passed to
+    :func:`evaluate` as ``seed_ranks`` with an identical result.
+    """
+    table = as_table(data)
+    ms = parse_measures(measures if measures is not None else DEFAULT_MEASURES)
+    cap = _cap(ms, rank_cap)
+    ts = tie_structure(table)
+    hash_ts = ts.restricted(ts.g < cap) if cap is not None else ts
+    ranks = _hash_ranks(hash_ts, table, list(seeds))
+    return ranks if cap is None else np.minimum(ranks, cap)
+
+
 def evaluate(
     data: CandidateTable | pd.DataFrame | str,
     measures: Iterable[str | Measure] | None = None,
@@ -362,6 +389,7 @@ def evaluate(
     *,
     n_seeds: int = DEFAULT_SEEDS,
     rank_cap: int | None = -1,
+    seed_ranks: np.ndarray | None = None,
 ) -> Evaluation:
     """Evaluate ``data`` (a :class:`CandidateTable`, DataFrame or path) under tie rules.
 
@@ -369,14 +397,16 @@ def evaluate(
     ``hash_mean`` uses seeds ``0 .. n_seeds - 1``. ``rank_cap`` (default: the largest cutoff + 1)
     lets the evaluator skip rows whose relevant item cannot reach the top ``rank_cap - 1`` for the
     seeded hash rules; ranks are then reported capped at ``rank_cap``. Pass ``None`` for exact
-    ranks everywhere (the audit does).
+    ranks everywhere (the audit does). ``seed_ranks`` may pass the ``hash_mean`` ranks computed
+    beforehand by :func:`hash_seed_ranks` (for seeds ``0 .. n_seeds - 1``, e.g. merged from jobs
+    that each did a chunk of seeds); the result is then identical to computing them here.
     """
     table = as_table(data)
     ms = parse_measures(measures if measures is not None else DEFAULT_MEASURES)
     rs = parse_rules(rules if rules is not None else DEFAULT_RULES)
     if n_seeds < 1:
         raise ValueError("n_seeds must be >= 1")
-    cap = max(m.k for m in ms) + 1 if rank_cap == -1 else rank_cap
+    cap = _cap(ms, rank_cap)
     ts = tie_structure(table)
     gains = None
     if cap is not None:
@@ -393,7 +423,8 @@ def evaluate(
         return ranks if cap is None else np.minimum(ranks, cap)
 
     pairs = None
-    if any(r.kind in ("hash", "hash_mean") for r in rs):
+    kinds = {r.kind for r in rs}
+    if "hash" in kinds or ("hash_mean" in kinds and seed_ranks is None):
         pairs = _hash_pairs(hash_ts, table)  # string hashing once, shared by the hash rules
 
     results: dict[str, RuleResult] = {}
@@ -404,7 +435,15 @@ def evaluate(
             results[str(rule)] = expected
         elif rule.kind == "hash_mean":
             seeds = tuple(range(n_seeds))
-            ranks = capped(_hash_ranks(hash_ts, table, seeds, pairs))
+            if seed_ranks is not None:
+                if seed_ranks.shape != (n_seeds, table.n_rows):
+                    raise ValueError(
+                        f"seed_ranks has shape {seed_ranks.shape}, expected "
+                        f"({n_seeds}, {table.n_rows}) for {n_seeds} seeds"
+                    )
+                ranks = capped(seed_ranks.astype(np.int64, copy=False))
+            else:
+                ranks = capped(_hash_ranks(hash_ts, table, seeds, pairs))
             per_seed = from_ranks(ranks)
             results[str(rule)] = RuleResult(
                 rule,

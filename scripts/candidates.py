@@ -1,0 +1,27 @@
+"""Step: sample evaluation rows and their negatives; write the scorer-independent candidates."""
+
+import numpy as np
+import pandas as pd
+
+from tieaudit.io import write_table
+from tieaudit.sampling import build_candidates, sample_rows
+from tieaudit.seeds import make_seed
+from tieaudit.workflow import start
+
+log = start(snakemake)  # noqa: F821 - injected by Snakemake
+p = snakemake.params  # noqa: F821
+dataset = snakemake.wildcards.dataset  # noqa: F821
+history = pd.read_parquet(snakemake.input.history)  # noqa: F821
+heldout = pd.read_parquet(snakemake.input.heldout)  # noqa: F821
+rows = sample_rows(heldout, p.n_rows, make_seed(p.seed, "rows", dataset))
+catalog = np.union1d(history["item_id"].to_numpy(str), heldout["item_id"].to_numpy(str))
+cands = build_candidates(
+    rows,
+    history,
+    catalog,
+    p.n_negatives,
+    make_seed(p.seed, "negatives", dataset),
+    positive_position=p.positive_position,
+)
+log.info("%d rows x %d negatives over a catalog of %d items", len(rows), p.n_negatives, len(catalog))
+write_table(cands, snakemake.output[0])  # noqa: F821

@@ -1,0 +1,18 @@
+"""Step: fit a scorer on the history and score every candidate."""
+
+import pandas as pd
+
+from tieaudit.io import write_table
+from tieaudit.scorers import get_scorer, score_candidates
+from tieaudit.workflow import start
+
+log = start(snakemake)  # noqa: F821 - injected by Snakemake
+spec = snakemake.params.spec  # noqa: F821
+scorer = get_scorer(spec["scorer"], **spec["options"])
+history = pd.read_parquet(snakemake.input.history)  # noqa: F821
+attributes = pd.read_parquet(snakemake.input.attributes)  # noqa: F821
+candidates = pd.read_parquet(snakemake.input.candidates)  # noqa: F821
+scorer.fit(history, attributes)
+scored = score_candidates(candidates, scorer)
+log.info("scored %d candidates with %s", len(scored), spec["scorer"])
+write_table(scored[["row", "user_id", "item_id", "label", "score"]], snakemake.output[0])  # noqa: F821

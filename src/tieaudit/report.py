@@ -1,0 +1,266 @@
+"""The paper's tables, the comparison with the published numbers, and the combined checklist.
+
+Inputs are the files the pipeline wrote (``metrics.csv``, ``audit/invariance.csv``,
+``audit/diagnostics.csv``, ``audit/checklist.md`` per dataset and scorer); every number in the
+outputs is read from them, never retyped.
+
+Tables
+    ``table_{dataset}``: one line per scorer and rule with the headline measures; for each headline
+    measure ``m`` the columns ``m`` (mean over rows), ``m_sd``, ``m_min``, ``m_max`` (hash_mean: over
+    seeds; expected: exact sd and the pessimistic/optimistic bounds) and ``m_z`` (hash_mean: seed
+    mean against the exact expectation). ``ties_invariance``: per dataset and scorer the share of
+    rows whose relevant item is tied, the mean tie size at it, the share of rows whose tie group
+    straddles each headline cutoff, and the invariance verdict of every rule.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import pandas as pd
+import yaml
+
+from .io import frame_to_markdown
+
+__all__ = [
+    "collect",
+    "dataset_table",
+    "ties_invariance_table",
+    "compare_markdown",
+    "combined_checklist",
+    "frame_to_latex",
+    "Tolerances",
+]
+
+
+def _key(path: str | Path) -> tuple[str, str]:
+    """(dataset, scorer) of ``results/{dataset}/{scorer}/metrics.csv`` or ``.../audit/x.csv``."""
+    parts = Path(path).parts
+    if parts[-2] == "audit":
+        return parts[-4], parts[-3]
+    return parts[-3], parts[-2]
+
+
+def collect(paths: Sequence[str | Path]) -> pd.DataFrame:
+    """Concatenate per-(dataset, scorer) CSV files, adding ``dataset`` and ``scorer`` columns."""
+    frames = []
+    for p in paths:
+        d, s = _key(p)
+        f = pd.read_csv(p, keep_default_na=True)
+        f.insert(0, "scorer", s)
+        f.insert(0, "dataset", d)
+        frames.append(f)
+    return pd.concat(frames, ignore_index=True)
+
+
+def dataset_table(
+    metrics: pd.DataFrame, dataset: str, scorers: Sequence[str], rules: Sequence[str],
+    headline: Sequence[str],
+) -> pd.DataFrame:  # fmt: skip
+    """Scorer x rule table of the headline measures for one dataset (see module doc)."""
+    m = metrics[metrics["dataset"] == dataset]
+    rows = []
+    for s in scorers:
+        for r in rules:
+            rec: dict[str, object] = {"scorer": s, "rule": r}
+            for h in headline:
+                sel = m[(m["scorer"] == s) & (m["rule"] == r) & (m["metric"] == h)]
+                if sel.empty:
+                    raise ValueError(f"no {h} for {dataset}/{s} under {r} in the metrics")
+                one = sel.iloc[0]
+                rec[h] = one["value"]
+                for c in ("sd", "min", "max", "z"):
+                    rec[f"{h}_{c}"] = one[c]
+            rows.append(rec)
+    return pd.DataFrame(rows)
+
+
+def ties_invariance_table(
+    diagnostics: pd.DataFrame, invariance: pd.DataFrame, datasets: Sequence[str],
+    scorers: Sequence[str], rules: Sequence[str], headline: Sequence[str],
+) -> pd.DataFrame:  # fmt: skip
+    """Per dataset and scorer: ties at the relevant item and each rule's invariance verdict."""
+    ks = sorted({int(h.split("@")[1]) for h in headline})
+    rows = []
+    for d in datasets:
+        for s in scorers:
+            dg = diagnostics[(diagnostics["dataset"] == d) & (diagnostics["scorer"] == s)]
+            iv = invariance[(invariance["dataset"] == d) & (invariance["scorer"] == s)]
+
+            def diag(name: str, key: str = "", dg: pd.DataFrame = dg) -> float:
+                sel = dg[(dg["diagnostic"] == name) & (dg["key"].fillna("") == key)]
+                return float(sel["value"].iloc[0])
+
+            rec: dict[str, object] = {
+                "dataset": d,
+                "scorer": s,
+                "share_tied": diag("share_positive_tied"),
+                "mean_t": diag("mean_tie_size_at_positive"),
+            }
+            for k in ks:
+                rec[f"straddle@{k}"] = diag("share_tie_group_straddles_k", f"k={k}")
+            verdicts = iv.drop_duplicates("rule").set_index("rule")["invariant"]
+            for r in rules:
+                rec[f"invariant:{r}"] = verdicts.get(r, "")
+            rows.append(rec)
+    return pd.DataFrame(rows)
+
+
+_LATEX_ESCAPES = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#",
+                  "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}",
+                  "^": r"\textasciicircum{}"}  # fmt: skip
+
+
+def _latex_escape(text: str) -> str:
+    return re.sub(r"[\\&%$#_{}~^]", lambda m: _LATEX_ESCAPES[m.group(0)], text)
+
+
+def frame_to_latex(frame: pd.DataFrame, caption: str = "", label: str = "") -> str:
+    """A booktabs LaTeX table (floats with 4 decimals, NaN empty)."""
+
+    def cell(v: object) -> str:
+        if v is None or (isinstance(v, float) and math.isnan(v)) or v is pd.NA:
+            return ""
+        if isinstance(v, float):
+            return f"{v:.4f}"
+        return _latex_escape(str(v))
+
+    align = "".join("r" if pd.api.types.is_numeric_dtype(frame[c]) else "l" for c in frame.columns)
+    lines = [r"\begin{table}[t]", r"\centering", r"\small"]
+    if caption:
+        lines.append(rf"\caption{{{_latex_escape(caption)}}}")
+    if label:
+        lines.append(rf"\label{{{label}}}")
+    lines += [rf"\begin{{tabular}}{{{align}}}", r"\toprule"]
+    lines.append(" & ".join(_latex_escape(str(c)) for c in frame.columns) + r" \\")
+    lines.append(r"\midrule")
+    for rec in frame.itertuples(index=False):
+        lines.append(" & ".join(cell(v) for v in rec) + r" \\")
+    lines += [r"\bottomrule", r"\end{tabular}", r"\end{table}", ""]
+    return "\n".join(lines)
+
+
+class Tolerances:
+    """Thresholds that decide whether a qualitative pattern of the paper holds.
+
+    * input order inflates: ``input_order >= (1 + inflation) * expected`` (default 25% above);
+    * expected matches hash_mean: ``|z| <= max_abs_z`` (default 3);
+    * a score is "nearly unchanged": ``optimistic - pessimistic <= max_gap`` (default 0.01).
+    """
+
+    def __init__(self, inflation: float = 0.25, max_abs_z: float = 3.0, max_gap: float = 0.01):
+        self.inflation, self.max_abs_z, self.max_gap = inflation, max_abs_z, max_gap
+
+
+def _value(metrics: pd.DataFrame, d: str, s: str, rule: str, metric: str, col: str = "value"):
+    sel = metrics[(metrics["dataset"] == d) & (metrics["scorer"] == s) & (metrics["rule"] == rule)
+                  & (metrics["metric"] == metric)]  # fmt: skip
+    return None if sel.empty else float(sel[col].iloc[0])
+
+
+def compare_markdown(
+    metrics: pd.DataFrame,
+    reference: Mapping[str, object],
+    *,
+    datasets: Sequence[str],
+    scorers: Sequence[str],
+    headline: Sequence[str],
+    dataset_map: Mapping[str, str] | None = None,
+    tol: Tolerances | None = None,
+) -> str:
+    """Published numbers beside ours, and whether each pattern the paper claims holds here."""
+    tol = tol or Tolerances()
+    dmap = dict(dataset_map or {})
+    out = ["# Our numbers beside the paper's", ""]
+    out.append(f"Published values are from the {reference.get('source', 'paper')}; ours are read "
+               "from this run's `results/*/*/metrics.csv`. Candidates and scores are fixed; only "
+               "the tie rule changes.")  # fmt: skip
+    out += ["", "## Published numbers", ""]
+    rows = []
+    for v in reference.get("values", []):
+        d = dmap.get(v["dataset"], v["dataset"])
+        ours = _value(metrics, d, v["scorer"], v["rule"], v["metric"])
+        hm = _value(metrics, d, v["scorer"], "hash_mean", v["metric"])
+        rows.append({
+            "dataset": d, "scorer": v["scorer"], "metric": v["metric"], "rule": v["rule"],
+            "paper": float(v["value"]), "ours": ours if ours is not None else math.nan,
+            "ours_hash_mean": hm if hm is not None else math.nan,
+        })  # fmt: skip
+    if rows:
+        out.append(frame_to_markdown(pd.DataFrame(rows)))
+    else:
+        out.append("(no published values in the reference file)\n")
+    out.append("A missing value means this run has no such dataset, scorer or rule.\n")
+
+    out += ["## Patterns the paper reports", ""]
+    for pat in reference.get("patterns", []):
+        pid = pat["id"]
+        checks: list[tuple[str, bool]] = []
+        for d in datasets:
+            for h in headline:
+                if pid == "input_order_inflates":
+                    s = pat.get("scorer", "attribute_overlap")
+                    io_, ex = _value(metrics, d, s, "input_order", h), _value(metrics, d, s, "expected", h)
+                    if io_ is None or ex is None:
+                        continue
+                    checks.append((f"{d} / {s} {h}: input_order {io_:.4f} vs expected {ex:.4f}"
+                                   f" ({io_ / ex:.2f}x)" if ex > 0 else
+                                   f"{d} / {s} {h}: input_order {io_:.4f} vs expected 0",
+                                   io_ >= (1 + tol.inflation) * ex and io_ > ex))  # fmt: skip
+                elif pid == "expected_matches_hash_mean":
+                    for s in scorers:
+                        z = _value(metrics, d, s, "hash_mean", h, "z")
+                        hm = _value(metrics, d, s, "hash_mean", h)
+                        ex = _value(metrics, d, s, "expected", h)
+                        if z is None or ex is None:
+                            continue
+                        checks.append((f"{d} / {s} {h}: hash_mean {hm:.4f} vs expected "
+                                       f"{ex:.4f} (z = {z:+.2f})", abs(z) <= tol.max_abs_z))  # fmt: skip
+                elif pid in ("residualized_stable", "popularity_stable"):
+                    s = pat["scorer"]
+                    op, pe = _value(metrics, d, s, "optimistic", h), _value(metrics, d, s, "pessimistic", h)
+                    io_ = _value(metrics, d, s, "input_order", h)
+                    if op is None or pe is None:
+                        continue
+                    checks.append((f"{d} / {s} {h}: optimistic - pessimistic = {op - pe:.4f}"
+                                   + (f", input_order {io_:.4f}" if io_ is not None else ""),
+                                   op - pe <= tol.max_gap))  # fmt: skip
+        if not checks:
+            verdict = "not tested in this run (dataset, scorer or rule missing)"
+        else:
+            n_ok = sum(ok for _, ok in checks)
+            verdict = ("**holds**" if n_ok == len(checks) else
+                       f"**does not hold everywhere** ({n_ok} of {len(checks)})")  # fmt: skip
+        out.append(f"### {pat['text']}")
+        out.append("")
+        out.append(f"Verdict: {verdict}.")
+        out.append("")
+        out += [f"- {'yes' if ok else 'no'}: {text}" for text, ok in checks]
+        out.append("")
+    out += [
+        "Criteria: input order inflates when it is at least "
+        f"{100 * tol.inflation:.0f}% above the exact expectation; expected matches hash_mean when "
+        f"|z| <= {tol.max_abs_z:g}; a score is nearly unchanged when its optimistic - pessimistic "
+        f"gap is at most {tol.max_gap:g}.",
+        "",
+    ]
+    return "\n".join(out)
+
+
+def combined_checklist(paths: Sequence[str | Path]) -> str:
+    """The per-(dataset, scorer) checklists under one title, in the given order."""
+    parts = ["# Reporting checklists", ""]
+    for p in paths:
+        text = Path(p).read_text(encoding="utf-8").strip()
+        parts += [re.sub(r"^# ", "## ", text, count=1), ""]
+        parts[-2] = re.sub(r"(?m)^## (?!Tie-handling)", "### ", parts[-2])
+    return "\n".join(parts)
+
+
+def load_reference(path: str | Path) -> dict:
+    """The reference YAML (published numbers and patterns)."""
+    with open(path, encoding="utf-8") as fh:
+        return yaml.safe_load(fh) or {}

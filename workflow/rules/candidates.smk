@@ -1,0 +1,23 @@
+# Stage 3: sample evaluation rows and negatives (scorer-independent).
+rule candidates:
+    input:
+        history="data/interim/{dataset}/history.parquet",
+        heldout="data/interim/{dataset}/heldout.parquet",
+        lib=lib("sampling.py"),
+    output:
+        "results/{dataset}/candidates.parquet",
+    log:
+        f"{LOGS}/candidates/{{dataset}}.log",
+    benchmark:
+        f"{BENCH}/candidates/{{dataset}}.tsv"
+    conda:
+        "../../environment.yml"
+    resources:
+        mem_mb=4000,
+    params:
+        n_rows=config["evaluation"]["n_rows"],
+        n_negatives=config["evaluation"]["n_negatives"],
+        positive_position=config["evaluation"]["positive_position"],
+        seed=config["evaluation"]["seed"],
+    script:
+        "../../scripts/candidates.py"

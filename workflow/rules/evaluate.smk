@@ -1,0 +1,94 @@
+# Stage 5: evaluate under every tie rule, and audit row-order invariance.
+rule hash_seeds:
+    input:
+        scores="results/{dataset}/{scorer}/scores.parquet",
+        lib=lib("candidates.py", "evaluate.py", "hashing.py", "measures.py"),
+    output:
+        "results/{dataset}/{scorer}/hash_seeds/chunk{chunk}.npy",
+    log:
+        f"{LOGS}/hash_seeds/{{dataset}}/{{scorer}}/chunk{{chunk}}.log",
+    benchmark:
+        f"{BENCH}/hash_seeds/{{dataset}}/{{scorer}}/chunk{{chunk}}.tsv"
+    conda:
+        "../../environment.yml"
+    resources:
+        mem_mb=2000,
+    params:
+        metrics=config["evaluation"]["metrics"],
+        n_seeds=config["evaluation"]["n_seeds"],
+        n_chunks=config["evaluation"]["seed_chunks"],
+    script:
+        "../../scripts/hash_seeds.py"
+
+
+rule evaluate:
+    input:
+        scores="results/{dataset}/{scorer}/scores.parquet",
+        chunks=expand(
+            "results/{{dataset}}/{{scorer}}/hash_seeds/chunk{chunk}.npy",
+            chunk=seed_chunks(),
+        ),
+        lib=lib(
+            "candidates.py",
+            "evaluate.py",
+            "hashing.py",
+            "measures.py",
+            "rules.py",
+            "io.py",
+        ),
+    output:
+        metrics=report(
+            "results/{dataset}/{scorer}/metrics.csv",
+            caption="../report/metrics.rst",
+            category="Metrics",
+            subcategory="{dataset}",
+            labels={"dataset": "{dataset}", "scorer": "{scorer}"},
+        ),
+    log:
+        f"{LOGS}/evaluate/{{dataset}}/{{scorer}}.log",
+    benchmark:
+        f"{BENCH}/evaluate/{{dataset}}/{{scorer}}.tsv"
+    conda:
+        "../../environment.yml"
+    resources:
+        mem_mb=2000,
+    params:
+        metrics=config["evaluation"]["metrics"],
+        rules=config["evaluation"]["rules"],
+        n_seeds=config["evaluation"]["n_seeds"],
+    script:
+        "../../scripts/evaluate.py"
+
+
+rule audit:
+    input:
+        scores="results/{dataset}/{scorer}/scores.parquet",
+        lib=lib("audit.py", "candidates.py", "evaluate.py", "hashing.py", "io.py"),
+    output:
+        invariance="results/{dataset}/{scorer}/audit/invariance.csv",
+        diagnostics="results/{dataset}/{scorer}/audit/diagnostics.csv",
+        checklist=report(
+            "results/{dataset}/{scorer}/audit/checklist.md",
+            caption="../report/checklist.rst",
+            category="Audit",
+            subcategory="{dataset}",
+            labels={"dataset": "{dataset}", "scorer": "{scorer}"},
+        ),
+    log:
+        f"{LOGS}/audit/{{dataset}}/{{scorer}}.log",
+    benchmark:
+        f"{BENCH}/audit/{{dataset}}/{{scorer}}.tsv"
+    conda:
+        "../../environment.yml"
+    resources:
+        mem_mb=4000,
+    params:
+        metrics=config["evaluation"]["metrics"],
+        rules=config["evaluation"]["rules"],
+        n_seeds=config["evaluation"]["n_seeds"],
+        headline=config["evaluation"]["headline"],
+        reported_rule=config["evaluation"]["reported_rule"],
+        permutations=config["audit"]["permutations"],
+        seed=config["audit"]["seed"],
+    script:
+        "../../scripts/audit.py"

@@ -1,0 +1,77 @@
+# Stage 6: the paper's tables, comparison with the published numbers, checklist and figures.
+localrules:
+    paper_tables,
+    figures,
+
+
+rule paper_tables:
+    input:
+        metrics=metric_tables(),
+        invariance=audit_files("invariance.csv"),
+        diagnostics=audit_files("diagnostics.csv"),
+        checklists=audit_files("checklist.md"),
+        reference=reference_file(),
+        lib=lib("report.py", "io.py"),
+    output:
+        tables=report(
+            expand(
+                "results/paper/{table}.{ext}",
+                table=[f"table_{d}" for d in DATASETS] + ["ties_invariance"],
+                ext=("csv", "md", "tex"),
+            ),
+            caption="../report/tables.rst",
+            category="Paper tables",
+        ),
+        compare=report(
+            "results/paper/compare.md",
+            caption="../report/compare.rst",
+            category="Paper tables",
+        ),
+        checklist=report(
+            "results/paper/checklist.md",
+            caption="../report/checklist.rst",
+            category="Paper tables",
+        ),
+    log:
+        f"{LOGS}/paper_tables.log",
+    conda:
+        "../../environment.yml"
+    params:
+        datasets=DATASETS,
+        scorers=SCORERS,
+        headline=config["evaluation"]["headline"],
+        rules=config["evaluation"]["rules"],
+        reference_dataset=config["paper"]["reference_dataset"],
+        reported_rule=config["evaluation"]["reported_rule"],
+    script:
+        "../../scripts/paper_tables.py"
+
+
+rule figures:
+    input:
+        metrics=expand("results/{{dataset}}/{scorer}/metrics.csv", scorer=SCORERS),
+        diagnostics=expand(
+            "results/{{dataset}}/{scorer}/audit/diagnostics.csv", scorer=SCORERS
+        ),
+        lib=lib("figures.py"),
+    output:
+        rules=report(
+            multiext("results/paper/figures/{dataset}_rules", ".png", ".pdf"),
+            caption="../report/figure_rules.rst",
+            category="Figures",
+        ),
+        tie_sizes=report(
+            multiext("results/paper/figures/{dataset}_tie_sizes", ".png", ".pdf"),
+            caption="../report/figure_tie_sizes.rst",
+            category="Figures",
+        ),
+    log:
+        f"{LOGS}/figures/{{dataset}}.log",
+    conda:
+        "../../environment.yml"
+    params:
+        scorers=SCORERS,
+        headline=config["evaluation"]["headline"],
+        rules=config["evaluation"]["rules"],
+    script:
+        "../../scripts/figures.py"
