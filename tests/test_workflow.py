@@ -61,10 +61,12 @@ def test_paper_tables_have_expected_rows_and_columns(runs: dict[int, Path]) -> N
 
 
 def test_input_order_inflates_attribute_overlap(runs: dict[int, Path]) -> None:
-    for d in ("demo_amazon_beauty", "demo_movielens_genome"):
+    # the demo data are built so the effect is visible: far above on the Amazon stand-in
+    for d, factor in (("demo_amazon_beauty", 1.3), ("demo_movielens_genome", 1.1)):
         m = pd.read_csv(runs[2] / "results" / d / "attribute_overlap" / "metrics.csv")
         v = m[m["metric"] == "nDCG@10"].set_index("rule")["value"]
-        assert v["input_order"] > v["expected"] + 0.01, (d, v.to_dict())
+        assert v["input_order"] > factor * v["expected"], (d, v.to_dict())
+        assert v["input_order"] == v["optimistic"]  # the positive is stored first
         assert v["pessimistic"] <= v["expected"] <= v["optimistic"]
 
 
