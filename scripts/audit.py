@@ -2,7 +2,7 @@
 
 from tieaudit import read_candidates
 from tieaudit.audit import audit
-from tieaudit.io import atomic_write_text, write_table
+from tieaudit.io import atomic_write_many, frame_to_text
 from tieaudit.workflow import start
 
 log = start(snakemake)  # noqa: F821 - injected by Snakemake
@@ -20,7 +20,12 @@ res = audit(
     reported_rule=p.reported_rule,
     title=f"{w.dataset} / {w.scorer}",
 )
-write_table(res.invariance, snakemake.output.invariance)  # noqa: F821
-write_table(res.diagnostics, snakemake.output.diagnostics)  # noqa: F821
-atomic_write_text(snakemake.output.checklist, res.checklist)  # noqa: F821
+out = snakemake.output  # noqa: F821
+atomic_write_many(
+    {
+        out.invariance: frame_to_text(res.invariance),
+        out.diagnostics: frame_to_text(res.diagnostics),
+        out.checklist: res.checklist,
+    }
+)
 log.info("\n%s", res.invariance.drop_duplicates("rule").to_string())

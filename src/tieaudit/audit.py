@@ -197,9 +197,18 @@ def checklist(
     verdict = inv.drop_duplicates("rule").set_index("rule")
     moved = verdict["share_rows_moved"]
 
+    ts = ev.structure
+    exact = {  # the bounds and the expectation follow from (g, t), whichever rules were run
+        "optimistic": lambda m: float(m(ts.g + 1).mean()),
+        "pessimistic": lambda m: float(m(ts.g + ts.t).mean()),
+        "expected": lambda m: float(ev.expected.values[m].mean()),
+    }
+
     def val(rule: str, m: Measure, col: str = "value") -> float:
         sel = summary[(summary["rule"] == rule) & (summary["metric"] == str(m))]
-        return float(sel[col].iloc[0]) if len(sel) else float("nan")
+        if len(sel):
+            return float(sel[col].iloc[0])
+        return exact[rule](m) if col == "value" and rule in exact else float("nan")
 
     first = _value(diag, "share_positive_stored_first")
     last = _value(diag, "share_positive_stored_last")

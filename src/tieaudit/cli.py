@@ -11,7 +11,7 @@ from . import __version__
 from .audit import DEFAULT_PERMUTATIONS, audit
 from .candidates import REQUIRED_COLUMNS, CandidateError, read_candidates
 from .evaluate import DEFAULT_SEEDS, evaluate
-from .io import atomic_write_text, frame_to_text
+from .io import atomic_write_many, frame_to_text
 from .measures import DEFAULT_MEASURES
 from .rules import DEFAULT_RULES, RULE_KINDS
 
@@ -126,13 +126,16 @@ def _evaluate(args: argparse.Namespace) -> int:
         fmt = "json" if args.out and args.out.endswith(".json") else ("csv" if args.out else "table")
     text = frame_to_text(summary, fmt)
     per_row = frame_to_text(ev.per_row(), "csv") if args.per_row else None
+    files = {}
     if args.out:
-        atomic_write_text(args.out, text)
+        files[args.out] = text
+    if per_row is not None:
+        files[args.per_row] = per_row
+    atomic_write_many(files)
+    if args.out:
         print(f"wrote {args.out} ({len(summary)} lines, {table.n_rows} rows)", file=sys.stderr)
     else:
         sys.stdout.write(text)
-    if per_row is not None:
-        atomic_write_text(args.per_row, per_row)
     return 0
 
 
@@ -146,9 +149,11 @@ def _audit(args: argparse.Namespace) -> int:
         title=Path(args.file).name,
     )  # fmt: skip
     out = Path(args.out_dir)
-    atomic_write_text(out / "invariance.csv", frame_to_text(res.invariance))
-    atomic_write_text(out / "diagnostics.csv", frame_to_text(res.diagnostics))
-    atomic_write_text(out / "checklist.md", res.checklist)
+    atomic_write_many({
+        out / "invariance.csv": frame_to_text(res.invariance),
+        out / "diagnostics.csv": frame_to_text(res.diagnostics),
+        out / "checklist.md": res.checklist,
+    })  # fmt: skip
     verdicts = res.invariance.drop_duplicates("rule")
     for rec in verdicts.itertuples(index=False):
         mark = "invariant" if rec.invariant == "yes" else "NOT invariant"

@@ -16,6 +16,7 @@ import pandas as pd
 
 __all__ = [
     "atomic_write_bytes",
+    "atomic_write_many",
     "atomic_write_text",
     "frame_to_markdown",
     "frame_to_text",
@@ -36,6 +37,27 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
         Path(tmp).unlink(missing_ok=True)
         raise
     return dest
+
+
+def atomic_write_many(files: dict[str | os.PathLike[str], bytes | str]) -> list[Path]:
+    """Write several files so that either all of them appear or none does (as far as the file
+    system allows): every temporary file is complete before the first is moved into place."""
+    staged: list[tuple[str, Path]] = []
+    try:
+        for path, data in files.items():
+            dest = Path(path)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
+            staged.append((tmp, dest))
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data.encode("utf-8") if isinstance(data, str) else data)
+        for tmp, dest in staged:
+            os.replace(tmp, dest)
+    except BaseException:
+        for tmp, _ in staged:
+            Path(tmp).unlink(missing_ok=True)
+        raise
+    return [dest for _, dest in staged]
 
 
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
@@ -70,7 +92,7 @@ def frame_to_markdown(frame: pd.DataFrame, float_format: str = "{:.4f}") -> str:
             return float_format.format(v)
         return str(v).replace("|", "\\|")
 
-    head = "| " + " | ".join(str(c) for c in frame.columns) + " |"
+    head = "| " + " | ".join(cell(str(c)) for c in frame.columns) + " |"
     rule = "|" + "|".join("---" for _ in frame.columns) + "|"
     body = ["| " + " | ".join(cell(v) for v in rec) + " |" for rec in frame.itertuples(False)]
     return "\n".join([head, rule, *body]) + "\n"
