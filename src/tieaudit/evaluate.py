@@ -357,7 +357,13 @@ def _hash_ranks(
 
 
 def _cap(measures: Sequence[Measure], rank_cap: int | None) -> int | None:
-    return max(m.k for m in measures) + 1 if rank_cap == -1 else rank_cap
+    """The rank cap: ``-1`` means the largest cutoff + 1; a cap must exceed every cutoff."""
+    k_max = max(m.k for m in measures)
+    if rank_cap == -1:
+        return k_max + 1
+    if rank_cap is not None and rank_cap <= k_max:
+        raise ValueError(f"rank_cap must exceed the largest cutoff ({k_max}), got {rank_cap}")
+    return rank_cap
 
 
 def hash_seed_ranks(
