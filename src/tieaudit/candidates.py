@@ -15,7 +15,9 @@ equal scores. Rows may have different lengths and need not be contiguous. CSV (`
 
 from __future__ import annotations
 
+import gzip
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -36,13 +38,50 @@ class CandidateError(ValueError):
     """A candidates table that cannot be evaluated; the message names the file and lines."""
 
 
-def _where(source: str, positions: np.ndarray, csv_lines: bool) -> str:
-    """'file.csv lines 3, 9 (and 4 more)' for 0-based record positions."""
-    shown = ", ".join(str(int(p) + (2 if csv_lines else 0)) for p in positions[:_SHOW])
+LineMap = Callable[[np.ndarray], list[int]]
+
+
+def _where(source: str, positions: np.ndarray, csv_lines: bool | LineMap) -> str:
+    """'file.csv lines 3, 9 (and 4 more)' for 0-based record positions.
+
+    ``csv_lines`` is False (records, 0-based), True (1-based lines below a header line) or a
+    function mapping record positions to file line numbers (used when a CSV has blank lines).
+    """
+    shown_pos = np.asarray(positions[:_SHOW])
+    if callable(csv_lines):
+        numbers = csv_lines(shown_pos)
+    else:
+        numbers = [int(p) + (2 if csv_lines else 0) for p in shown_pos]
+    shown = ", ".join(str(n) for n in numbers)
     more = f" (and {len(positions) - _SHOW} more)" if len(positions) > _SHOW else ""
-    unit = "line" if csv_lines else "record"
+    unit = "line" if csv_lines is not False else "record"
     plural = "s" if len(positions) > 1 else ""
     return f"{source}: {unit}{plural} {shown}{more}"
+
+
+def _csv_line_map(path: Path) -> LineMap:
+    """Record position -> 1-based file line, skipping blank lines as the CSV reader does.
+
+    Only called to word an error message, so it may scan the file once.
+    """
+
+    def lookup(positions: np.ndarray) -> list[int]:
+        wanted = {int(p) for p in positions}
+        found: dict[int, int] = {}
+        opener = gzip.open if path.suffix.lower() == ".gz" else open
+        with opener(path, "rb") as fh:
+            record = -2  # the first non-blank line is the header
+            for number, line in enumerate(fh, start=1):
+                if not line.strip(b"\r\n"):
+                    continue
+                record += 1
+                if record in wanted:
+                    found[record] = number
+                    if len(found) == len(wanted):
+                        break
+        return [found.get(int(p), int(p) + 2) for p in positions]
+
+    return lookup
 
 
 def _encode(column: pa.ChunkedArray | pa.Array, sort: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -59,7 +98,9 @@ def _encode(column: pa.ChunkedArray | pa.Array, sort: bool) -> tuple[np.ndarray,
     codes = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
     values = np.asarray(enc.dictionary.to_pylist(), dtype=object)
     if sort and len(values) > 1:
-        order = np.argsort(values.astype(str), kind="stable")
+        # Arrow compares UTF-8 bytes, which is code-point order (numpy's fixed-width strings
+        # would drop trailing NULs).
+        order = pc.sort_indices(enc.dictionary).to_numpy()
         rank = np.empty(len(order), dtype=np.int64)
         rank[order] = np.arange(len(order))
         codes = rank[codes]
@@ -161,9 +202,10 @@ class CandidateTable:
 
     @classmethod
     def from_arrow(
-        cls, table: pa.Table, source: str = "<table>", csv_lines: bool = False
+        cls, table: pa.Table, source: str = "<table>", csv_lines: bool | LineMap = False
     ) -> CandidateTable:
-        """Validate an Arrow table; ``csv_lines`` makes errors name 1-based file lines."""
+        """Validate an Arrow table; ``csv_lines`` makes errors name 1-based file lines (True:
+        one line per record below a header; or a function from record positions to lines)."""
         missing = [c for c in REQUIRED_COLUMNS if c not in table.column_names]
         if missing:
             raise CandidateError(
@@ -183,7 +225,8 @@ class CandidateTable:
             col = table.column(c)
             if not pa.types.is_string(col.type) and not pa.types.is_large_string(col.type):
                 col = pc.cast(col, pa.string())
-            bad(col.is_null().to_numpy(zero_copy_only=False), f"missing {c}")
+            missing = pc.fill_null(pc.or_kleene(pc.is_null(col), pc.equal(col, "")), True)
+            bad(missing.to_numpy(zero_copy_only=False), f"missing {c}")
             ids[c] = col
 
         label_col = table.column("label")
@@ -231,7 +274,9 @@ class CandidateTable:
         return cls(row, user, item, is_pos, score, row_ids, user_ids, item_ids, source)
 
 
-def _numeric(col: pa.ChunkedArray, name: str, source: str, csv_lines: bool) -> np.ndarray:
+def _numeric(
+    col: pa.ChunkedArray, name: str, source: str, csv_lines: bool | LineMap
+) -> np.ndarray:
     """A numeric column as float64 with NaN for nulls; text that is no number is an error."""
     if pa.types.is_boolean(col.type):
         col = pc.cast(col, pa.int8())
@@ -294,7 +339,7 @@ def read_candidates(path: str | os.PathLike[str]) -> CandidateTable:
             if p.stat().st_size == 0:
                 raise CandidateError(f"{name}: empty file (expected a header and candidates)")
             table = _csv_table(p)
-            csv_lines = True
+            csv_lines = _csv_line_map(p)
         else:
             raise CandidateError(
                 f"{name}: unknown file type; use .csv, .csv.gz, .parquet or .pq"

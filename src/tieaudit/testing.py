@@ -1,0 +1,181 @@
+"""Hypothesis strategies and helpers for testing code that reads or evaluates candidates tables.
+
+The strategies generate *valid* candidates tables (see :mod:`tieaudit.candidates`) that are hard
+for an evaluator: scores are drawn from a few integer levels so ties are everywhere, the single
+positive of a row sits at any stored position, rows have different lengths, item and user ids
+are shared between rows and include multi-byte and astral-plane characters, and rows may be
+interleaved in the stored order.
+
+>>> from hypothesis import given
+>>> from tieaudit.testing import candidate_frames
+>>> @given(candidate_frames(max_rows=5, max_len=4))
+... def test_something(frame): ...
+
+Hypothesis is only a test dependency: importing this module works without it (the helpers
+:func:`permute_within_rows` and :func:`permute_lines` need only numpy and pandas), and calling a
+strategy without hypothesis installed raises an :class:`ImportError` that says what to install.
+No other tieaudit module imports this one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+try:  # hypothesis is a test-only dependency
+    from hypothesis import strategies as st
+
+    HAVE_HYPOTHESIS = True
+except ImportError:  # pragma: no cover - exercised only without hypothesis
+    st = None
+    HAVE_HYPOTHESIS = False
+
+__all__ = [
+    "HAVE_HYPOTHESIS",
+    "ID_ALPHABET",
+    "candidate_frames",
+    "measures",
+    "tie_rules",
+    "permute_within_rows",
+    "permute_lines",
+]
+
+#: Characters ids are built from: ASCII letters and digits (so ids like "007" occur), Latin-1,
+#: CJK, a BMP character above the surrogate range (U+FF21) and an astral one (U+1F600). The last
+#: two sort differently by code point than by UTF-16 code unit, which catches the wrong ordering.
+#: No separators, quotes, whitespace or control characters: frames survive a CSV round trip.
+ID_ALPHABET = "ab07Zé日\uff21\U0001f600"
+
+_COLUMNS = ("row", "user_id", "item_id", "label", "score")
+
+
+def _require() -> None:
+    if not HAVE_HYPOTHESIS:
+        raise ImportError(
+            "tieaudit.testing strategies need hypothesis: pip install 'tieaudit[test]'"
+        )
+
+
+def _ids(alphabet: str, max_size: int) -> st.SearchStrategy[str]:
+    return st.text(alphabet=alphabet, min_size=1, max_size=max_size)
+
+
+def candidate_frames(
+    *,
+    min_rows: int = 1,
+    max_rows: int = 8,
+    min_len: int = 1,
+    max_len: int = 6,
+    score_levels: int = 3,
+    alphabet: str = ID_ALPHABET,
+    id_size: int = 3,
+    interleave: bool = True,
+) -> st.SearchStrategy[pd.DataFrame]:
+    """Valid candidates DataFrames (columns ``row, user_id, item_id, label, score``).
+
+    Each of ``min_rows .. max_rows`` rows has ``min_len .. max_len`` candidates with unique item
+    ids, one positive (label 1) at any position, one user id, and scores drawn from the
+    ``score_levels`` values ``0.0, 1.0, ...`` (``score_levels=1``: everything ties). Row ids are
+    unique; user and item ids repeat across rows. With ``interleave`` the lines of all rows are
+    stored in a drawn order (rows not contiguous); otherwise row by row. ``label`` is int64 and
+    ``score`` float64; ids are Python strings.
+    """
+    _require()
+    if not 1 <= min_len <= max_len:
+        raise ValueError("need 1 <= min_len <= max_len")
+    if not 1 <= min_rows <= max_rows:
+        raise ValueError("need 1 <= min_rows <= max_rows")
+    if score_levels < 1:
+        raise ValueError("score_levels must be >= 1")
+    # Enough distinct ids to fill the longest row.
+    if len(alphabet) ** id_size < max_len:
+        raise ValueError("alphabet and id_size give fewer distinct ids than max_len")
+
+    @st.composite
+    def frames(draw: st.DrawFn) -> pd.DataFrame:
+        n_rows = draw(st.integers(min_rows, max_rows))
+        row_ids = draw(
+            st.lists(_ids(alphabet, id_size), min_size=n_rows, max_size=n_rows, unique=True)
+        )
+        users = draw(st.lists(_ids(alphabet, id_size), min_size=1, max_size=3))
+        lines: list[tuple[str, str, str, int, float]] = []
+        for rid in row_ids:
+            length = draw(st.integers(min_len, max_len))
+            items = draw(
+                st.lists(_ids(alphabet, id_size), min_size=length, max_size=length, unique=True)
+            )
+            scores = draw(
+                st.lists(st.integers(0, score_levels - 1), min_size=length, max_size=length)
+            )
+            positive = draw(st.integers(0, length - 1))
+            user = draw(st.sampled_from(users))
+            for j, (item, s) in enumerate(zip(items, scores, strict=True)):
+                lines.append((rid, user, item, int(j == positive), float(s)))
+        if interleave and len(lines) > 1:
+            order = draw(st.permutations(range(len(lines))))
+            lines = [lines[i] for i in order]
+        return _frame(lines)
+
+    return frames()
+
+
+def _frame(lines: Sequence[tuple[str, str, str, int, float]]) -> pd.DataFrame:
+    cols = list(zip(*lines, strict=True)) if lines else [()] * len(_COLUMNS)
+    return pd.DataFrame(
+        {
+            "row": pd.Series(cols[0], dtype=object),
+            "user_id": pd.Series(cols[1], dtype=object),
+            "item_id": pd.Series(cols[2], dtype=object),
+            "label": np.asarray(cols[3], dtype=np.int64),
+            "score": np.asarray(cols[4], dtype=np.float64),
+        }
+    )
+
+
+def measures(max_k: int = 10) -> st.SearchStrategy:
+    """:class:`tieaudit.measures.Measure` values with cutoffs ``1 .. max_k``."""
+    _require()
+    from .measures import MEASURE_NAMES, Measure
+
+    return st.builds(Measure, st.sampled_from(MEASURE_NAMES), st.integers(1, max_k))
+
+
+def tie_rules(*, invariant_only: bool = False, max_seed: int = 2**32) -> st.SearchStrategy:
+    """:class:`tieaudit.rules.TieRule` values (only the row-order-invariant ones if asked)."""
+    _require()
+    from .rules import RULE_KINDS, TieRule
+
+    kinds = [k for k in RULE_KINDS if not invariant_only or k not in ("input_order", "random")]
+
+    def build(kind: str, seed: int) -> TieRule:
+        return TieRule(kind, seed if kind in ("hash", "random") else None)
+
+    return st.builds(build, st.sampled_from(kinds), st.integers(0, max_seed))
+
+
+def _generator(rng: np.random.Generator | int) -> np.random.Generator:
+    return rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+
+
+def permute_within_rows(frame: pd.DataFrame, rng: np.random.Generator | int) -> pd.DataFrame:
+    """The same candidates with each row's lines shuffled among the slots that row occupies.
+
+    The set of stored positions of every row (its interleaving with other rows) is kept; only
+    which of its candidates sits in which of those positions changes. ``rng`` is a numpy
+    Generator or a seed. The index is reset.
+    """
+    gen = _generator(rng)
+    rows = frame["row"].astype(str).to_numpy()
+    order = np.arange(len(frame))
+    for rid in pd.unique(rows):
+        slots = np.flatnonzero(rows == rid)
+        order[slots] = slots[gen.permutation(len(slots))]
+    return frame.iloc[order].reset_index(drop=True)
+
+
+def permute_lines(frame: pd.DataFrame, rng: np.random.Generator | int) -> pd.DataFrame:
+    """The same candidates stored in a uniformly random order (within and across rows)."""
+    gen = _generator(rng)
+    return frame.iloc[gen.permutation(len(frame))].reset_index(drop=True)

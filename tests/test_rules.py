@@ -1,0 +1,148 @@
+"""tieaudit.rules: parsing tie rules, seeds required or forbidden, and the str round trip."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+
+from tieaudit.rules import DEFAULT_RULES, RULE_KINDS, TieRule, parse_rule, parse_rules
+from tieaudit.testing import tie_rules
+
+PLAIN = ["input_order", "optimistic", "pessimistic", "expected", "hash_mean", "item_id"]
+
+
+def test_rule_kinds() -> None:
+    assert set(RULE_KINDS) == set(PLAIN) | {"hash", "random"}
+
+
+@pytest.mark.parametrize("kind", PLAIN)
+def test_parse_plain_rules(kind: str) -> None:
+    r = parse_rule(kind)
+    assert r == TieRule(kind)
+    assert r.seed is None
+    assert str(r) == kind
+
+
+@pytest.mark.parametrize(
+    ("text", "kind", "seed"),
+    [
+        ("hash:0", "hash", 0),
+        ("hash:7", "hash", 7),
+        ("HASH:7", "hash", 7),
+        (" hash : 42 ", "hash", 42),
+        ("random:0", "random", 0),
+        ("Random:123", "random", 123),
+        ("hash:007", "hash", 7),
+        ("hash:18446744073709551616", "hash", 2**64),
+    ],
+)
+def test_parse_seeded_rules(text: str, kind: str, seed: int) -> None:
+    assert parse_rule(text) == TieRule(kind, seed)
+
+
+def test_case_insensitive_plain() -> None:
+    assert parse_rule("Input_Order") == TieRule("input_order")
+    assert parse_rule(" EXPECTED ") == TieRule("expected")
+
+
+@pytest.mark.parametrize("text", ["hash", "random", "hash:", "random: "])
+def test_seed_required(text: str) -> None:
+    with pytest.raises(ValueError) as info:
+        parse_rule(text)
+    msg = str(info.value)
+    if text.strip().endswith(":"):
+        assert "cannot parse" in msg
+    else:
+        assert "needs a seed" in msg and f"{text}:0" in msg
+
+
+@pytest.mark.parametrize("kind", PLAIN)
+def test_seed_forbidden(kind: str) -> None:
+    with pytest.raises(ValueError, match="takes no seed"):
+        parse_rule(f"{kind}:3")
+    with pytest.raises(ValueError, match="takes no seed"):
+        TieRule(kind, 0)
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        ("hash:-1", "seed must be >= 0"),
+        ("random:-5", "seed must be >= 0"),
+        ("hash:abc", "cannot parse"),
+        ("hash:1.5", "cannot parse"),
+        ("hash:1:2", "cannot parse"),
+        ("", "cannot parse"),
+        ("input order", "cannot parse"),
+        ("stable", "unknown tie rule 'stable'"),
+        ("hashmean", "unknown tie rule"),
+        ("shuffle:3", "unknown tie rule"),
+    ],
+)
+def test_parse_rule_errors(text: str, fragment: str) -> None:
+    with pytest.raises(ValueError) as info:
+        parse_rule(text)
+    assert fragment in str(info.value)
+
+
+def test_errors_list_known_rules() -> None:
+    with pytest.raises(ValueError) as info:
+        parse_rule("stable")
+    msg = str(info.value)
+    for kind in PLAIN:
+        assert kind in msg
+    assert "hash:SEED" in msg and "random:SEED" in msg
+
+
+def test_constructor_validates() -> None:
+    with pytest.raises(ValueError, match="unknown tie rule"):
+        TieRule("Hash", 1)  # the constructor takes canonical (lower-case) kinds only
+    with pytest.raises(ValueError, match="needs a seed"):
+        TieRule("random")
+    with pytest.raises(ValueError, match="seed must be >= 0"):
+        TieRule("hash", -1)
+
+
+def test_str_of_seeded() -> None:
+    assert str(TieRule("hash", 3)) == "hash:3"
+    assert str(TieRule("random", 0)) == "random:0"
+
+
+@settings(max_examples=200, deadline=None)
+@given(tie_rules())
+def test_str_round_trip(rule: TieRule) -> None:
+    assert parse_rule(str(rule)) == rule
+    assert parse_rule(str(rule).upper()) == rule
+    assert parse_rule(rule) is rule
+
+
+def test_invariant_by_design() -> None:
+    assert not TieRule("input_order").invariant_by_design
+    assert not TieRule("random", 0).invariant_by_design
+    for kind in ["optimistic", "pessimistic", "expected", "hash_mean", "item_id"]:
+        assert TieRule(kind).invariant_by_design
+    assert TieRule("hash", 5).invariant_by_design
+
+
+def test_parse_rules_dedups_keeping_order() -> None:
+    got = parse_rules(["hash:1", "expected", "HASH:1", "hash:2", "Expected", "input_order"])
+    assert got == [TieRule("hash", 1), TieRule("expected"), TieRule("hash", 2),
+                   TieRule("input_order")]  # fmt: skip
+
+
+def test_parse_rules_empty_is_an_error() -> None:
+    with pytest.raises(ValueError, match="no tie rules"):
+        parse_rules([])
+
+
+def test_default_rules_cover_every_kind_once() -> None:
+    assert [r.kind for r in DEFAULT_RULES] == [
+        "input_order", "optimistic", "pessimistic", "expected", "hash", "hash_mean", "random",
+        "item_id",
+    ]  # fmt: skip
+    assert len({str(r) for r in DEFAULT_RULES}) == len(DEFAULT_RULES)
+    assert [parse_rule(str(r)) for r in DEFAULT_RULES] == list(DEFAULT_RULES)
+
+
+def test_rules_are_hashable() -> None:
+    assert len({TieRule("hash", 1), parse_rule("hash:1"), TieRule("hash", 2)}) == 2
