@@ -6,7 +6,10 @@ from snakemake.utils import min_version, validate
 min_version("9.0")
 
 
-configfile: "config/config.yaml"
+# The paper's experiment, unless --configfile names another (which then replaces it whole).
+if not workflow.overwrite_configfiles:
+
+    configfile: f"{workflow.basedir}/config/config.yaml"
 
 
 validate(config, "workflow/schemas/config.schema.yaml")
