@@ -265,8 +265,8 @@ def _bad_inputs(tmp: Path) -> dict[str, tuple[Path, list[str], list[str]]]:
     missing_col.write_text("row,user_id,item_id,label\nr1,u,a,1\n")
     nan = tmp / "nan.csv"
     nan.write_text(HEADER + "r1,u,a,1,0.5\nr1,u,b,0,nan\nr1,u,c,0,0.1\n")
-    two = tmp / "two.csv"
-    two.write_text(HEADER + "r0,u,a,1,0.5\nr1,u,a,1,0.5\nr1,u,b,1,0.2\n")
+    none = tmp / "none.csv"
+    none.write_text(HEADER + "r0,u,a,1,0.5\nr1,u,a,0,0.5\nr1,u,b,0,0.2\n")
     empty = tmp / "empty.csv"
     empty.write_text("")
     nan_pq = tmp / "nan.parquet"
@@ -275,7 +275,7 @@ def _bad_inputs(tmp: Path) -> dict[str, tuple[Path, list[str], list[str]]]:
     return {
         "missing-column": (missing_col, [], ["nocol.csv", "score"]),
         "NaN-score": (nan, [], ["nan.csv", "line 3", "NaN"]),
-        "two-positives": (two, [], ["two.csv", "line 3", "r1", "more than one positive"]),
+        "no-positive": (none, [], ["none.csv", "line 3", "r1", "no positive"]),
         "unknown-metric": (good, ["-m", "foo@3"], ["foo"]),
         "unknown-rule": (good, ["-r", "expected", "coinflip"], ["coinflip"]),
         "empty-file": (empty, [], ["empty.csv", "empty"]),
@@ -285,7 +285,7 @@ def _bad_inputs(tmp: Path) -> dict[str, tuple[Path, list[str], list[str]]]:
     }
 
 
-BAD = ["missing-column", "NaN-score", "two-positives", "unknown-metric", "unknown-rule",
+BAD = ["missing-column", "NaN-score", "no-positive", "unknown-metric", "unknown-rule",
        "empty-file", "missing-file", "NaN-score-parquet", "zero-seeds"]  # fmt: skip
 
 

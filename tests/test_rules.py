@@ -8,7 +8,8 @@ from hypothesis import given, settings
 from tieaudit.rules import DEFAULT_RULES, RULE_KINDS, TieRule, parse_rule, parse_rules
 from tieaudit.testing import tie_rules
 
-PLAIN = ["input_order", "optimistic", "pessimistic", "expected", "hash_mean", "item_id"]
+PLAIN = ["input_order", "optimistic", "pessimistic", "expected", "hash_mean", "item_id",
+         "docno_desc"]  # fmt: skip
 
 
 def test_rule_kinds() -> None:

@@ -23,6 +23,7 @@ from .hashing import hash_key
 from .measures import DEFAULT_MEASURES, Measure, parse_measure, parse_measures
 from .rules import DEFAULT_RULES, TieRule, parse_rule, parse_rules
 from .seeds import make_rng, make_seed
+from .trec import read_trec
 
 __version__ = "0.1.0"
 
@@ -48,5 +49,6 @@ __all__ = [
     "parse_rule",
     "parse_rules",
     "read_candidates",
+    "read_trec",
     "tie_structure",
 ]

@@ -5,16 +5,28 @@ Row-order invariance
     labels and scores) leaves each row's ranking unchanged. :func:`invariance` re-evaluates the
     table after three kinds of permutation inside every row — the relevant item stored last, the
     row reversed, and ``P`` seeded random shuffles — and reports, per rule and measure, the largest
-    change of the mean and the share of rows whose relevant item moved under any permutation.
-    A rule is declared invariant only if no row's relevant item moved (exact ranks compared, all
-    seeds for ``hash_mean``; for ``expected`` the row's ``(g, t)``).
+    change of the mean and the share of rows whose relevant items moved under any permutation.
+    A rule is declared invariant only if no row's relevant items moved: the exact ranks of a
+    row's relevant items, sorted (which of two tied relevant items takes which place changes no
+    measure), are compared for every draw (all seeds for ``hash_mean``); for ``expected`` the
+    ``(g, t)`` of every relevant item's tie group.
 
 Tie diagnostics
     :func:`diagnostics` describes how much ties can matter: the share of rows whose relevant item
     is tied, the distribution of the tie-group size ``t`` at the relevant item, the share of rows
-    whose tie group straddles each cutoff ``k`` (``g < k < g + t``: the tie rule decides top-k
-    membership), the share of candidates sitting at their row's most common score, where the
+    with a tie group that straddles each cutoff ``k`` (``g < k < g + t``: the tie rule decides
+    top-k membership), the share of candidates sitting at their row's most common score, where the
     relevant item is stored, and the optimistic - pessimistic gap of each measure.
+
+    With several relevant items in a row, "the relevant item" of the tie-size and storage
+    diagnostics is the row's *best* one (highest score, then smallest item id: the first in
+    :class:`tieaudit.evaluate.TieStructure` order), which alone decides HR and MRR; the straddle
+    share counts a row when *any* of its relevant items' tie groups straddles ``k`` (each one can
+    move nDCG, Recall and P). These are computed over the rows with a stored relevant item. Tables
+    that are not one-relevant-item-per-row also get ``mean_relevant_per_row``,
+    ``share_rows_with_several_relevant`` (stored relevant lines) and
+    ``rows_without_stored_relevant`` (rows whose relevant items were all left unstored, e.g. a TREC
+    query that retrieved none).
 """
 
 from __future__ import annotations
@@ -104,7 +116,8 @@ def invariance(
             name = str(r)
             a, b = base[name], ev[name]
             sig_a, sig_b = a.signature(base.structure), b.signature(ev.structure)
-            moved[name] |= np.any(sig_a != sig_b, axis=0)
+            items_moved = np.any(sig_a != sig_b, axis=0)
+            moved[name][base.structure.rel_row[items_moved]] = True
             for m in ms:
                 d = abs(float(b.values[m].mean()) - float(a.values[m].mean()))
                 change[(name, m)] = max(change[(name, m)], d)
@@ -134,34 +147,48 @@ def diagnostics(ev: Evaluation) -> pd.DataFrame:
     """Tie diagnostics of an evaluation's table (``diagnostic, key, value``; see module doc)."""
     ts, table = ev.structure, ev.table
     w = ts.n_rows
-    tied = ts.t > 1
+    has = ts.first >= 0
+    best = ts.first[has]  # each row's best relevant item (rows with one stored)
+    pos, g, t = ts.pos[best], ts.g[best], ts.t[best]
+    tied = t > 1
     line = np.arange(table.n_candidates)
     first = np.full(w, table.n_candidates, dtype=np.int64)
     np.minimum.at(first, table.row, line)
     last = np.full(w, -1, dtype=np.int64)
     np.maximum.at(last, table.row, line)
+
+    def mean(x: np.ndarray) -> float:
+        return float(x.mean()) if len(x) else 0.0
+
     out: list[tuple[str, str, float]] = [
         ("rows", "", w),
         ("candidates", "", table.n_candidates),
         ("mean_candidates_per_row", "", float(ts.length.mean())),
-        ("share_positive_tied", "", float(tied.mean())),
-        ("mean_tie_size_at_positive", "", float(ts.t.mean())),
-        ("median_tie_size_at_positive", "", float(np.median(ts.t))),
-        ("max_tie_size_at_positive", "", int(ts.t.max())),
-        ("mean_tie_size_at_positive_when_tied", "", float(ts.t[tied].mean()) if tied.any()
-         else 0.0),
+        ("share_positive_tied", "", mean(tied)),
+        ("mean_tie_size_at_positive", "", mean(t)),
+        ("median_tie_size_at_positive", "", float(np.median(t)) if len(t) else 0.0),
+        ("max_tie_size_at_positive", "", int(t.max()) if len(t) else 0),
+        ("mean_tie_size_at_positive_when_tied", "", mean(t[tied])),
         ("share_candidates_at_modal_score", "", _modal_share(table)),
-        ("share_positive_stored_first", "", float((ts.pos == first).mean())),
-        ("share_positive_stored_last", "", float((ts.pos == last).mean())),
-        ("share_positive_strictly_first", "", float(((ts.g == 0) & ~tied).mean())),
-    ]  # fmt: skip
+        ("share_positive_stored_first", "", mean(pos == first[has])),
+        ("share_positive_stored_last", "", mean(pos == last[has])),
+        ("share_positive_strictly_first", "", mean((g == 0) & ~tied)),
+    ]
+    if not table.one_relevant:
+        n_pos = table.n_positive
+        out += [
+            ("mean_relevant_per_row", "", float(n_pos.mean())),
+            ("share_rows_with_several_relevant", "", float((n_pos > 1).mean())),
+            ("rows_without_stored_relevant", "", int((n_pos == 0).sum())),
+        ]
     for k in sorted({m.k for m in ev.measures}):
-        out.append(("share_tie_group_straddles_k", f"k={k}",
-                    float(((ts.g < k) & (ts.g + ts.t > k)).mean())))  # fmt: skip
-    opt, pess = ts.g + 1, ts.g + ts.t
+        straddles = np.zeros(w, dtype=bool)
+        straddles[ts.rel_row[(ts.g < k) & (ts.g + ts.t > k)]] = True
+        out.append(("share_tie_group_straddles_k", f"k={k}", mean(straddles[has])))
+    opt, pess = ev.bound("optimistic"), ev.bound("pessimistic")
     for m in ev.measures:
-        out.append(("optimistic_minus_pessimistic", str(m), float((m(opt) - m(pess)).mean())))
-    sizes, counts = np.unique(ts.t, return_counts=True)
+        out.append(("optimistic_minus_pessimistic", str(m), float((opt[m] - pess[m]).mean())))
+    sizes, counts = np.unique(t, return_counts=True)
     for s, c in zip(sizes, counts, strict=True):
         out.append(("rows_with_tie_size", f"t={int(s)}", int(c)))
     frame = pd.DataFrame(out, columns=list(DIAGNOSTIC_COLUMNS))
@@ -197,10 +224,9 @@ def checklist(
     verdict = inv.drop_duplicates("rule").set_index("rule")
     moved = verdict["share_rows_moved"]
 
-    ts = ev.structure
-    exact = {  # the bounds and the expectation follow from (g, t), whichever rules were run
-        "optimistic": lambda m: float(m(ts.g + 1).mean()),
-        "pessimistic": lambda m: float(m(ts.g + ts.t).mean()),
+    exact = {  # the bounds and the expectation follow from the ties, whichever rules were run
+        "optimistic": lambda m: float(ev.bound("optimistic")[m].mean()),
+        "pessimistic": lambda m: float(ev.bound("pessimistic")[m].mean()),
         "expected": lambda m: float(ev.expected.values[m].mean()),
     }
 
@@ -253,6 +279,17 @@ def checklist(
         f"**Where the relevant item is stored:** first in {_pct(first)} of rows, last in "
         f"{_pct(last)}, elsewhere in {_pct(max(0.0, 1 - first - last))}.",
     )
+    if not ev.table.one_relevant:
+        missing = int(_value(diag, "rows_without_stored_relevant"))
+        item(
+            True,
+            f"**Relevant items per row:** {_value(diag, 'mean_relevant_per_row'):.2f} stored on "
+            f"average; {_pct(_value(diag, 'share_rows_with_several_relevant'))} of rows have "
+            f"several relevant items"
+            + (f", {missing:,} {'row has' if missing == 1 else 'rows have'} none stored (every "
+               "measure 0 there)" if missing else "")
+            + ". Storage and tie-size figures refer to each row's best relevant item.",
+        )
     reported_ok = verdict["invariant"].get(reported_rule) == "yes"
     stab = (
         "`input_order` is a stable sort by score: equal scores keep the stored order"

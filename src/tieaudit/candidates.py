@@ -2,11 +2,32 @@
 
 A candidates file has one line per (evaluation row, candidate item) with columns
 
-* ``row``     — the evaluation row (one user and one held-out item), any id, read as a string;
+* ``row``     — the evaluation row (one user and their held-out items), any id, read as a string;
 * ``user_id`` — the user of the row, read as a string; constant within a row;
 * ``item_id`` — the candidate item, read as a string; unique within a row;
-* ``label``   — 1 for the relevant (held-out) item, 0 for a sampled negative; exactly one 1 a row;
+* ``label``   — 1 for a relevant (held-out) item, 0 for a non-relevant one (e.g. a sampled
+  negative); a row has one or several relevant items;
 * ``score``   — a finite float; higher is better.
+
+Optional columns, each a non-negative integer that is constant within a row (a per-row count
+written on every line of the row):
+
+* ``n_relevant`` — ``R``, the row's total number of relevant items, when some were not stored
+  (TREC: relevant documents the run did not retrieve still count in recall and in the ideal DCG).
+  At least the number of stored relevant lines, and at least 1. With this column a row may have
+  no relevant line at all (nothing relevant was retrieved: every measure is 0). Default: the
+  number of relevant lines.
+* ``n_higher``, ``n_lower`` — candidates of the row that are *not stored* and score strictly above
+  every relevant item of the row (``n_higher``) or strictly below every relevant item
+  (``n_lower``). A full-catalog evaluation can then store only each row's relevant items and the
+  members of their tie groups (plus every candidate scoring between two relevant items, when a
+  row has relevant items at different scores): every candidate that is not stored must score
+  strictly above or strictly below all relevant items of its row. Strictly higher or lower
+  candidates never take part in a tie with a relevant item, so every rule gives the same ranks
+  as on the full table (except ``random:SEED``, whose shuffle permutes the stored positions of
+  the whole table). Default 0.
+
+A row needs at least one relevant item: a relevant line, or ``n_relevant >= 1``.
 
 The *stored order* is the order of the lines in the file: it is what ``input_order`` keeps among
 equal scores. Rows may have different lengths and need not be contiguous. CSV (``.csv``,
@@ -27,9 +48,13 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-__all__ = ["CandidateTable", "CandidateError", "read_candidates", "REQUIRED_COLUMNS"]
+__all__ = [
+    "CandidateTable", "CandidateError", "read_candidates", "REQUIRED_COLUMNS", "COUNT_COLUMNS",
+]  # fmt: skip
 
 REQUIRED_COLUMNS = ("row", "user_id", "item_id", "label", "score")
+#: Optional per-row counts (see the module docstring).
+COUNT_COLUMNS = ("n_relevant", "n_higher", "n_lower")
 _ID_COLUMNS = ("row", "user_id", "item_id")
 _SHOW = 5  # offending lines named in an error message
 
@@ -114,8 +139,9 @@ class CandidateTable:
 
     ``row``, ``user`` and ``item`` are codes into ``row_ids``, ``user_ids`` and ``item_ids``. Row
     codes follow first appearance in the file; item codes follow the item ids' code-point order, so
-    comparing item codes compares item ids. Build one with :func:`read_candidates`,
-    :meth:`from_frame` or :meth:`from_arrow`; all of them validate.
+    comparing item codes compares item ids. ``n_relevant``, ``n_higher`` and ``n_lower`` are the
+    optional per-row counts (int64 arrays indexed by row code, or ``None``). Build one with
+    :func:`read_candidates`, :meth:`from_frame` or :meth:`from_arrow`; all of them validate.
     """
 
     row: np.ndarray
@@ -127,6 +153,9 @@ class CandidateTable:
     user_ids: np.ndarray
     item_ids: np.ndarray
     source: str = "<table>"
+    n_relevant: np.ndarray | None = None
+    n_higher: np.ndarray | None = None
+    n_lower: np.ndarray | None = None
 
     @property
     def n_rows(self) -> int:
@@ -140,6 +169,35 @@ class CandidateTable:
 
     def __len__(self) -> int:
         return self.n_candidates
+
+    @cached_property
+    def n_positive(self) -> np.ndarray:
+        """Number of stored relevant lines per row (int64)."""
+        return np.bincount(self.row, weights=self.label, minlength=self.n_rows).astype(np.int64)
+
+    @property
+    def relevant_total(self) -> np.ndarray:
+        """``R`` per row: ``n_relevant`` when given, else the number of relevant lines."""
+        return self.n_relevant if self.n_relevant is not None else self.n_positive
+
+    @property
+    def one_relevant(self) -> bool:
+        """Whether every row has exactly one relevant item, and it is stored."""
+        return bool(np.all(self.n_positive == 1)) and (
+            self.n_relevant is None or bool(np.all(self.n_relevant == 1))
+        )
+
+    @cached_property
+    def row_user(self) -> np.ndarray:
+        """The user code of each row."""
+        first = np.full(self.n_rows, self.n_candidates, dtype=np.int64)
+        np.minimum.at(first, self.row, np.arange(self.n_candidates))
+        return self.user[first]
+
+    def counts(self) -> dict[str, np.ndarray]:
+        """The optional per-row count columns that are present, by name."""
+        out = {c: getattr(self, c) for c in COUNT_COLUMNS}
+        return {c: v for c, v in out.items() if v is not None}
 
     @cached_property
     def row_starts(self) -> np.ndarray | None:
@@ -162,12 +220,13 @@ class CandidateTable:
         return CandidateTable(
             self.row[order], self.user[order], self.item[order], self.label[order],
             self.score[order], self.row_ids, self.user_ids, self.item_ids,
-            source if source is not None else self.source,
+            source if source is not None else self.source, **self.counts(),
         )  # fmt: skip
 
     def to_frame(self) -> pd.DataFrame:
-        """The table as a DataFrame in stored order, with the original string ids."""
-        return pd.DataFrame(
+        """The table as a DataFrame in stored order, with the original string ids (and the
+        optional count columns that are present, repeated on every line of a row)."""
+        frame = pd.DataFrame(
             {
                 "row": self.row_ids[self.row],
                 "user_id": self.user_ids[self.user],
@@ -176,6 +235,9 @@ class CandidateTable:
                 "score": self.score,
             }
         )
+        for c, v in self.counts().items():
+            frame[c] = v[self.row]
+        return frame
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -188,7 +250,7 @@ class CandidateTable:
                 f"a candidates table needs {', '.join(REQUIRED_COLUMNS)}"
             )
         data = {}
-        for c in REQUIRED_COLUMNS:
+        for c in REQUIRED_COLUMNS + tuple(c for c in COUNT_COLUMNS if c in frame.columns):
             col = frame[c]
             if c in _ID_COLUMNS:
                 try:
@@ -242,18 +304,35 @@ class CandidateTable:
         user, user_ids = _encode(ids["user_id"], sort=False)
         item, item_ids = _encode(ids["item_id"], sort=True)
         is_pos = label == 1.0
+        first_line = np.full(len(row_ids), len(row), dtype=np.int64)
+        np.minimum.at(first_line, row, np.arange(len(row)))
 
-        n_pos = np.bincount(row, weights=is_pos, minlength=len(row_ids)).astype(np.int64)
-        for count, what in ((0, "no positive (label 1)"), (2, "more than one positive")):
-            rows = np.flatnonzero(n_pos == count if count == 0 else n_pos >= count)
+        counts: dict[str, np.ndarray] = {}
+        for c in COUNT_COLUMNS:
+            if c not in table.column_names:
+                continue
+            v = _numeric(table.column(c), c, source, csv_lines)
+            bad(np.isnan(v), f"missing {c}")
+            bad((v < 0) | (v != np.floor(v)) | ~np.isfinite(v), f"{c} must be a whole number >= 0")
+            bad(v != v[first_line][row], f"{c} differs from the row's first line")
+            counts[c] = v[first_line].astype(np.int64)
+
+        def bad_rows(rows: np.ndarray, what: str, need: str) -> None:
             if len(rows):
-                first = np.array([np.flatnonzero(row == r)[0] for r in rows[:_SHOW]])
                 names = ", ".join(repr(str(row_ids[r])) for r in rows[:_SHOW])
                 more = f" (and {len(rows) - _SHOW} more rows)" if len(rows) > _SHOW else ""
                 raise CandidateError(
-                    f"{_where(source, first, csv_lines)}: row {names}{more} has {what}; "
-                    "each row needs exactly one relevant item (label 1)"
+                    f"{_where(source, first_line[rows[:_SHOW]], csv_lines)}: row {names}{more} "
+                    f"has {what}; {need}"
                 )
+
+        n_pos = np.bincount(row, weights=is_pos, minlength=len(row_ids)).astype(np.int64)
+        n_rel = counts.get("n_relevant")
+        need = "each row needs at least one relevant item (label 1)"
+        if n_rel is None:
+            bad_rows(np.flatnonzero(n_pos == 0), "no positive (label 1)", need)
+        else:
+            bad_rows(np.flatnonzero(n_rel == 0), "n_relevant 0 (no relevant item)", need)
 
         # Duplicate (row, item_id): sort a combined key, report the later occurrence.
         key = row * np.int64(len(item_ids)) + item
@@ -267,11 +346,15 @@ class CandidateTable:
             )
 
         # One user per row.
-        first_line = np.full(len(row_ids), len(row), dtype=np.int64)
-        np.minimum.at(first_line, row, np.arange(len(row)))
         bad(user != user[first_line][row], "user_id differs from the row's first line")
+        if n_rel is not None:  # after the duplicates, which would inflate the relevant lines
+            bad_rows(
+                np.flatnonzero(n_rel < n_pos),
+                "n_relevant below its number of relevant lines",
+                "n_relevant counts every relevant item of the row, stored or not",
+            )
 
-        return cls(row, user, item, is_pos, score, row_ids, user_ids, item_ids, source)
+        return cls(row, user, item, is_pos, score, row_ids, user_ids, item_ids, source, **counts)
 
 
 def _numeric(
@@ -304,8 +387,9 @@ def _csv_table(path: Path) -> pa.Table:
 
     head = pacsv.open_csv(path).schema.names if path.stat().st_size else []
     types = {c: pa.string() for c in head if c in _ID_COLUMNS}
-    # label and score stay text when they are not clean numbers, so errors can name the line.
-    for c in ("label", "score"):
+    # label, score and the counts stay text when they are not clean numbers, so errors can name
+    # the line.
+    for c in ("label", "score", *COUNT_COLUMNS):
         if c in head:
             types[c] = pa.string()
     return pacsv.read_csv(
@@ -321,8 +405,10 @@ def read_candidates(path: str | os.PathLike[str]) -> CandidateTable:
 
     Raises :class:`CandidateError` naming the file and the offending lines for: a missing file or
     column, an empty file, NaN, infinite or non-numeric scores, labels other than 0/1, a row without
-    a positive or with several, a duplicate (row, item_id), a missing id, or a row whose lines
-    name different users.
+    a relevant item, a duplicate (row, item_id), a missing id, a row whose lines name different
+    users, or an optional count (``n_relevant``, ``n_higher``, ``n_lower``) that is missing, not a
+    whole number >= 0, differs between the lines of a row, or (``n_relevant``) is below the
+    row's relevant lines.
     """
     p = Path(path)
     name = str(path)

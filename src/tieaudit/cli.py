@@ -9,11 +9,18 @@ from pathlib import Path
 
 from . import __version__
 from .audit import DEFAULT_PERMUTATIONS, audit
-from .candidates import REQUIRED_COLUMNS, CandidateError, read_candidates
+from .candidates import (
+    COUNT_COLUMNS,
+    REQUIRED_COLUMNS,
+    CandidateError,
+    CandidateTable,
+    read_candidates,
+)
 from .evaluate import DEFAULT_SEEDS, evaluate
 from .io import atomic_write_many, frame_to_text
 from .measures import DEFAULT_MEASURES
 from .rules import DEFAULT_RULES, RULE_KINDS
+from .trec import read_trec
 
 _DEFAULT_METRICS = [str(m) for m in DEFAULT_MEASURES]
 _DEFAULT_RULES = [str(r) for r in DEFAULT_RULES]
@@ -21,9 +28,17 @@ _DEFAULT_RULES = [str(r) for r in DEFAULT_RULES]
 _INPUT_HELP = f"""\
 FILE is a candidates table, CSV (.csv, .csv.gz) or Parquet (.parquet, .pq), one line per
 candidate, with columns {", ".join(REQUIRED_COLUMNS)}: `row` names the evaluation row (one user
-and one held-out item), `label` is 1 for the single relevant item of the row and 0 for the
-negatives, `score` is a finite float (higher ranks first). The file's line order is the stored
-order that `input_order` keeps among equal scores.
+and their held-out items), `label` is 1 for a relevant item (a row has one or several) and 0 for
+the others, `score` is a finite float (higher ranks first). The file's line order is the stored
+order that `input_order` keeps among equal scores. Optional per-row counts, repeated on every line
+of a row: {", ".join(COUNT_COLUMNS)} (the row's total number of relevant items, stored or not;
+candidates left unstored that score strictly above / below every relevant item of the row).
+
+Instead of FILE, --run RUN --qrels QRELS reads a TREC run (`qid Q0 docno rank score tag`, its
+line order is the stored order) and qrels (`qid 0 docno rel`, rel > 0 relevant); queries without
+a relevant document in the qrels are skipped and counted on standard error. trec_eval breaks
+ties by docno descending: the rule docno_desc reproduces its P_k, recall_k, ndcg_cut_k (binary
+relevance) and recip_rank per query (docno_desc is added to the default rules for a run).
 """
 
 _RULES_HELP = """\
@@ -36,6 +51,7 @@ tie rules (how candidates with equal scores are ordered):
   hash_mean     hash:0 .. hash:N-1 (N = --seeds): mean, sd, min, max over seeds
   random:SEED   seeded shuffle of the stored order, then a stable sort: depends on row order
   item_id       item id ascending (invariant, but favours ids that sort first)
+  docno_desc    item id descending: trec_eval's tie order (invariant, but biased)
 """
 
 
@@ -49,7 +65,8 @@ def _parser() -> argparse.ArgumentParser:
         "  tieaudit evaluate candidates.csv --metrics nDCG@10 HR@10 --format table\n"
         "  tieaudit evaluate candidates.parquet --rules input_order expected hash_mean "
         "--out metrics.csv\n"
-        "  tieaudit audit candidates.csv --out-dir audit/\n\n"
+        "  tieaudit audit candidates.csv --out-dir audit/\n"
+        "  tieaudit evaluate --run run.txt --qrels qrels.txt -m P@5 Recall@1000 nDCG@10\n\n"
         "Run `tieaudit evaluate --help` or `tieaudit audit --help` for details.",
         formatter_class=fmt,
     )
@@ -57,14 +74,18 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     def common(sp: argparse.ArgumentParser) -> None:
-        sp.add_argument("file", metavar="FILE", help="candidates table (CSV or Parquet)")
+        sp.add_argument("file", metavar="FILE", nargs="?",
+                        help="candidates table (CSV or Parquet); or give --run and --qrels")
+        sp.add_argument("--run", metavar="RUN", help="TREC run file, instead of FILE")
+        sp.add_argument("--qrels", metavar="QRELS", help="TREC qrels file for --run")
         sp.add_argument(
             "-m", "--metrics", nargs="+", metavar="M", default=_DEFAULT_METRICS,
-            help="measures as NAME@K, NAME in HR, nDCG, MRR (default: each at 1, 5, 10, 20)",
+            help="measures as NAME@K, NAME in HR, nDCG, MRR, Recall, P (default: HR, nDCG and "
+            "MRR at 1, 5, 10, 20)",
         )  # fmt: skip
         sp.add_argument(
-            "-r", "--rules", nargs="+", metavar="RULE", default=_DEFAULT_RULES,
-            help=f"tie rules (default: {' '.join(_DEFAULT_RULES)})",
+            "-r", "--rules", nargs="+", metavar="RULE", default=None,
+            help=f"tie rules (default: {' '.join(_DEFAULT_RULES)}; and docno_desc with --run)",
         )  # fmt: skip
         sp.add_argument(
             "--seeds", type=int, default=DEFAULT_SEEDS, metavar="N",
@@ -74,8 +95,9 @@ def _parser() -> argparse.ArgumentParser:
     ev = sub.add_parser(
         "evaluate",
         help="metrics under each tie rule",
-        description="Evaluate FILE under each tie rule and write a tidy table with columns "
-        "rule, metric, value, sd, min, max, se, n_rows, n_seeds, z.\n\n" + _INPUT_HELP,
+        description="Evaluate FILE (or a TREC run) under each tie rule and write a tidy table "
+        "with columns rule, metric, value, sd, min, max, se, n_rows, n_seeds, z.\n\n"
+        + _INPUT_HELP,
         epilog=_RULES_HELP + "\ncolumns: value is the mean over rows; for hash_mean sd/min/max "
         "are over seeds and z compares the seed mean with the exact expectation; for expected "
         "sd is the exact sd of the mean under random tie-breaking and min/max are the "
@@ -93,8 +115,9 @@ def _parser() -> argparse.ArgumentParser:
     au = sub.add_parser(
         "audit",
         help="row-order invariance, tie diagnostics and a reporting checklist",
-        description="Audit FILE: re-evaluate each rule after permuting the stored candidates "
-        "inside every row (relevant item last, reversed, and seeded shuffles), describe the "
+        description="Audit FILE (or a TREC run): re-evaluate each rule after permuting the "
+        "stored candidates inside every row (relevant items last, reversed, and seeded "
+        "shuffles), describe the "
         "ties, and fill in a reporting checklist. Writes invariance.csv, diagnostics.csv and "
         "checklist.md into --out-dir.\n\n" + _INPUT_HELP,
         epilog=_RULES_HELP,
@@ -117,9 +140,26 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _load(args: argparse.Namespace) -> tuple[CandidateTable, list[str], str]:
+    """The table, the rules and a title from FILE or --run/--qrels (messages on stderr)."""
+    if args.run is None and args.qrels is None:
+        if args.file is None:
+            raise ValueError("give a candidates FILE, or a TREC run with --run RUN --qrels QRELS")
+        rules = args.rules or _DEFAULT_RULES
+        return read_candidates(args.file), rules, Path(args.file).name
+    if args.file is not None:
+        raise ValueError(f"give either FILE ({args.file}) or --run/--qrels, not both")
+    if args.run is None or args.qrels is None:
+        raise ValueError("--run and --qrels go together")
+    trec = read_trec(args.run, args.qrels)
+    print(trec.message(), file=sys.stderr)
+    rules = args.rules or [*_DEFAULT_RULES, "docno_desc"]
+    return trec.table, rules, Path(args.run).name
+
+
 def _evaluate(args: argparse.Namespace) -> int:
-    table = read_candidates(args.file)
-    ev = evaluate(table, args.metrics, args.rules, n_seeds=args.seeds)
+    table, rules, _ = _load(args)
+    ev = evaluate(table, args.metrics, rules, n_seeds=args.seeds)
     summary = ev.summary()
     fmt = args.format
     if fmt is None:
@@ -142,11 +182,11 @@ def _evaluate(args: argparse.Namespace) -> int:
 def _audit(args: argparse.Namespace) -> int:
     if args.reported_rule.split(":")[0] not in RULE_KINDS:
         raise ValueError(f"unknown --reported-rule {args.reported_rule!r}")
-    table = read_candidates(args.file)
+    table, rules, title = _load(args)
     res = audit(
-        table, args.metrics, args.rules, n_seeds=args.seeds, n_permutations=args.permutations,
+        table, args.metrics, rules, n_seeds=args.seeds, n_permutations=args.permutations,
         seed=args.permutation_seed, headline=args.headline, reported_rule=args.reported_rule,
-        title=Path(args.file).name,
+        title=title,
     )  # fmt: skip
     out = Path(args.out_dir)
     atomic_write_many({

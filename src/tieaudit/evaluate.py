@@ -1,10 +1,42 @@
 """Evaluate a candidates table under tie rules: exact, vectorised over all rows.
 
-The relevant item of row ``w`` has ``g_w`` candidates scoring strictly higher and a tie group of
-``t_w`` candidates (itself included). Every rule yields its rank as ``g_w + 1 + b_w``, where ``b_w``
-counts the other tie-group members the rule places first (see :mod:`tieaudit.rules`). Nothing but
-the tie members is ever compared, so the mean over 100 hash seeds costs 100 passes over the tie
-members, not 100 sorts of every candidate.
+Structure
+    Every stored relevant item ``i`` of a row sits in a *tie group* (the row's candidates with
+    exactly its score) of ``t_i`` candidates holding ``r_i`` relevant items, below ``g_i``
+    candidates that score strictly higher (unstored ``n_higher`` ones included, see
+    :mod:`tieaudit.candidates`). Every rule yields its rank as ``g_i + 1 + b_i``, where ``b_i``
+    counts the other group members the rule places first (see :mod:`tieaudit.rules`). Nothing but
+    the members of groups that hold a relevant item is ever compared: the key rules
+    (``input_order``, ``random``, ``item_id``, ``docno_desc``, ``hash``) compare each relevant
+    item with the other members of its group, ``sum_G r_G (t_G - 1)`` comparisons, so the mean
+    over 100 hash seeds costs 100 passes over those pairs (only for groups that can reach the top
+    ``max k``), not 100 sorts of every candidate. With exactly one relevant line per row (sampled
+    negatives) the structure is found in one pass without sorting; otherwise the relevant groups
+    are located by binary search among the relevant items' scores.
+
+Row values
+    HR@k and MRR@k use the best rank of a row's relevant items; nDCG@k, Recall@k and P@k sum a
+    per-item gain over them and divide by the row's normaliser (:mod:`tieaudit.measures`).
+
+Expectation (rule ``expected``)
+    Under a uniform random order within every tie group, groups ordered independently. For a
+    group ``(g, t, r)`` let ``d(p)`` be the per-item gain at position ``p`` (0 beyond ``k``),
+    ``mu = (1/t) sum_{p=g+1}^{g+t} d(p)`` and ``s2 = (1/t) sum_{p=g+1}^{g+t} d(p)^2 - mu^2``.
+
+    * nDCG, Recall, P: the group's ``r`` relevant items take a uniformly random ``r``-subset of its
+      ``t`` places, so ``E[rel at p] = r / t`` and ``E = sum_G r mu_G / norm`` (McSherry & Najork
+      2008, tie-averaged DCG), and, as for a sample drawn without replacement,
+      ``Var = sum_G r (t - r) / (t - 1) s2_G / norm^2`` (0 when ``t = 1``).
+    * HR, MRR: only the row's first group holding a relevant item, ``(g, t, r)``, matters. The
+      first relevant item takes its place ``j`` with probability
+      ``P(j) = C(t - j, r - 1) / C(t, r) = (r / t) prod_{i=1}^{j-1} (t - r - i + 1) / (t - i)``,
+      and ``E[m] = sum_{j <= k - g} P(j) m(g + j)``, ``Var[m] = sum_j P(j) m(g + j)^2 - E[m]^2``.
+      For HR this is ``p = 1 - C(t - r, u) / C(t, u)`` with ``u = k - g`` of the group's places
+      inside the top ``k`` (1 when the whole group is inside, 0 when it starts below ``k``), and
+      ``Var = p (1 - p)``.
+
+    All of these are exact, for any number of relevant items; with one relevant item per group
+    they are the uniform-rank formulas of :func:`expected_moments`.
 
 Summary columns (:meth:`Evaluation.summary`):
 
@@ -26,6 +58,7 @@ Summary columns (:meth:`Evaluation.summary`):
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -53,50 +86,97 @@ __all__ = [
 SUMMARY_COLUMNS = ("rule", "metric", "value", "sd", "min", "max", "se", "n_rows", "n_seeds", "z")
 DEFAULT_SEEDS = 100
 _SEED_CHUNK = 8  # seeds hashed together in one 2-D pass
+_PLACES_CHUNK = 1 << 22  # entries of one (rows x places) block in _first_relevant_moments
 
 
 @dataclass(frozen=True, eq=False)
 class TieStructure:
-    """What every rule needs from a table, computed once in O(candidates).
+    """What every rule needs from a table, computed once.
 
-    ``others`` are the line positions of the tie-group members other than the relevant item,
-    grouped by row (rows ascending, stored order inside a row); ``seg_rows[j]`` is the row of the
-    ``j``-th group and ``seg_starts[j]`` where it starts in ``others``.
+    *Per stored relevant item*, in an order that does not depend on the stored order (row, then
+    score descending, then item id): ``pos`` its line, ``rel_row`` its row, ``g`` the candidates
+    scoring strictly above its tie group, ``t`` the group's size, ``r`` the number of relevant
+    items in the group and ``rank_in_group`` the item's place among them (0-based, same order).
+    *Per row*: ``length`` (candidates, unstored ones included), ``n_relevant`` (``R``) and
+    ``first`` (the index of the row's best relevant item, ``-1`` when none is stored).
+    ``others`` are the line positions of the other members of each relevant item's group, grouped
+    by relevant item (stored order inside a group); ``other_rel[j]`` is the relevant item the
+    ``j``-th of them is compared with, ``seg_rels[j]`` the item of the ``j``-th segment and
+    ``seg_starts[j]`` where it starts. ``one_per_row``: every row has exactly one stored relevant
+    item, so items and rows coincide (``rel_row`` is ``0 .. W-1``).
     """
 
     pos: np.ndarray
+    rel_row: np.ndarray
     g: np.ndarray
     t: np.ndarray
+    r: np.ndarray
+    rank_in_group: np.ndarray
     length: np.ndarray
+    n_relevant: np.ndarray
+    first: np.ndarray
     others: np.ndarray
-    other_row: np.ndarray
-    seg_rows: np.ndarray
+    other_rel: np.ndarray
+    seg_rels: np.ndarray
     seg_starts: np.ndarray
+    one_per_row: bool
 
     @property
     def n_rows(self) -> int:
+        return len(self.length)
+
+    @property
+    def n_items(self) -> int:
+        """Number of stored relevant items."""
         return len(self.pos)
 
-    def restricted(self, rows: np.ndarray) -> TieStructure:
-        """The same structure keeping only tie members of the rows where ``rows`` is True."""
-        keep = rows[self.other_row]
-        others, other_row = self.others[keep], self.other_row[keep]
-        seg_rows, seg_starts = _segments(other_row)
-        return TieStructure(
-            self.pos, self.g, self.t, self.length, others, other_row, seg_rows, seg_starts
+    @property
+    def other_row(self) -> np.ndarray:
+        """The row of each entry of ``others``."""
+        return self.rel_row[self.other_rel]
+
+    @property
+    def seg_rows(self) -> np.ndarray:
+        """The row of each segment of ``others``."""
+        return self.rel_row[self.seg_rels]
+
+    def restricted(self, items: np.ndarray) -> TieStructure:
+        """The same structure keeping only the pairs of the relevant items where ``items``."""
+        keep = items[self.other_rel]
+        others, other_rel = self.others[keep], self.other_rel[keep]
+        seg_rels, seg_starts = _segments(other_rel)
+        return dataclasses.replace(
+            self, others=others, other_rel=other_rel, seg_rels=seg_rels, seg_starts=seg_starts
         )
 
 
-def _segments(sorted_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    if len(sorted_rows) == 0:
+def _segments(sorted_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    if len(sorted_keys) == 0:
         return np.empty(0, np.int64), np.empty(0, np.int64)
-    starts = np.flatnonzero(np.r_[True, sorted_rows[1:] != sorted_rows[:-1]])
-    return sorted_rows[starts], starts
+    starts = np.flatnonzero(np.r_[True, sorted_keys[1:] != sorted_keys[:-1]])
+    return sorted_keys[starts], starts
+
+
+def _row_counts(table: CandidateTable) -> tuple[np.ndarray, np.ndarray]:
+    """Per row: unstored candidates above every relevant item (``n_higher``), and all unstored
+    candidates (``n_higher + n_lower``), to add to ``g`` and to the row length."""
+    w = table.n_rows
+    higher = table.n_higher if table.n_higher is not None else np.zeros(w, np.int64)
+    extra = higher + (table.n_lower if table.n_lower is not None else 0)
+    return higher, extra
 
 
 def tie_structure(table: CandidateTable) -> TieStructure:
-    """Compute ``g``, ``t`` and the tie members of every row."""
+    """Compute the tie groups of every row's relevant items (see :class:`TieStructure`)."""
+    if table.n_candidates and np.all(table.n_positive == 1):
+        return _one_per_row_structure(table)
+    return _general_structure(table)
+
+
+def _one_per_row_structure(table: CandidateTable) -> TieStructure:
+    """One relevant line per row: broadcast its score over the row, no sorting."""
     w = table.n_rows
+    higher_unstored, extra = _row_counts(table)
     pos = np.empty(w, dtype=np.int64)
     pos_lines = np.flatnonzero(table.label)
     pos[table.row[pos_lines]] = pos_lines
@@ -119,43 +199,112 @@ def tie_structure(table: CandidateTable) -> TieStructure:
         others = np.flatnonzero(tied & ~table.label)
         # Group by row, keeping stored order inside a row.
         others = others[np.argsort(table.row[others], kind="stable")]
-    other_row = table.row[others]
-    seg_rows, seg_starts = _segments(other_row)
-    return TieStructure(pos, g, t, length, others, other_row, seg_rows, seg_starts)
+    other_rel = table.row[others]
+    seg_rels, seg_starts = _segments(other_rel)
+    rows = np.arange(w, dtype=np.int64)
+    return TieStructure(
+        pos, rows, g + higher_unstored, t, np.ones(w, np.int64), np.zeros(w, np.int64),
+        length + extra, table.relevant_total, rows, others, other_rel, seg_rels, seg_starts, True,
+    )  # fmt: skip
+
+
+def _general_structure(table: CandidateTable) -> TieStructure:
+    """Any number of relevant lines per row (including none, when ``n_relevant`` allows it).
+
+    The distinct scores of the relevant groups are coded as integer levels; every line finds by
+    binary search how many of its row's relevant groups score strictly below it (it is above
+    those) and whether it ties one of them. ``O(N log L)`` for N lines and L relevant groups.
+    """
+    w = table.n_rows
+    higher_unstored, extra = _row_counts(table)
+    length = np.bincount(table.row, minlength=w).astype(np.int64) + extra
+    lines = np.flatnonzero(table.label)
+    order = np.lexsort((table.item[lines], -table.score[lines], table.row[lines]))
+    pos = lines[order]
+    n = len(pos)
+    rel_row = table.row[pos]
+    rel_score = table.score[pos]
+    new_group = np.ones(n, dtype=bool)
+    new_group[1:] = (rel_row[1:] != rel_row[:-1]) | (rel_score[1:] != rel_score[:-1])
+    group = np.cumsum(new_group) - 1  # each item's group, groups in item order
+    gfirst = np.flatnonzero(new_group)
+    n_groups = len(gfirst)
+    first = np.full(w, -1, dtype=np.int64)
+    row_first = np.flatnonzero(np.r_[True, rel_row[1:] != rel_row[:-1]]) if n else gfirst
+    first[rel_row[row_first]] = row_first
+
+    levels = np.unique(rel_score[gfirst])  # ascending
+    span = np.int64(len(levels) + 1)
+    gkey = rel_row[gfirst] * span + np.searchsorted(levels, rel_score[gfirst])
+    asc = np.argsort(gkey, kind="stable")  # groups by (row, score ascending)
+    keys = gkey[asc]
+    block = np.searchsorted(keys, np.arange(w + 1, dtype=np.int64) * span)  # row -> its groups
+    q = np.searchsorted(levels, table.score)  # levels strictly below each line's score
+    lkey = table.row * span + q
+    at = np.searchsorted(keys, lkey)
+    below = at - block[table.row]  # the row's groups scoring strictly below the line
+
+    # g: a line is above the `below` lowest groups of its row. Count lines per (row, below) slot
+    # and sum the slots above each group's position from the bottom.
+    slots = np.bincount(block[table.row] + table.row + below, minlength=n_groups + w)
+    suffix = np.r_[np.cumsum(slots[::-1])[::-1], 0]
+    g_row = rel_row[gfirst]
+    from_bottom = block[g_row + 1] - 1 - np.arange(n_groups)  # 0 for the row's lowest group
+    base = block[g_row] + g_row
+    g_group = suffix[base + from_bottom + 1] - suffix[block[g_row + 1] + g_row + 1]
+    g_group = g_group + higher_unstored[g_row]
+
+    # Tie members: lines whose (row, level) is a relevant group and whose score is that level.
+    hit = np.minimum(at, max(n_groups - 1, 0))
+    if n_groups:
+        tied = (keys[hit] == lkey) & (levels[np.minimum(q, len(levels) - 1)] == table.score)
+    else:
+        tied = np.zeros(table.n_candidates, dtype=bool)
+    mem_lines = np.flatnonzero(tied)
+    mem_group = asc[hit[mem_lines]]
+    by_group = np.argsort(mem_group, kind="stable")  # stored order inside a group
+    members = mem_lines[by_group]
+    t_group = np.bincount(mem_group, minlength=n_groups).astype(np.int64)
+    r_group = np.diff(np.r_[gfirst, n]).astype(np.int64)
+    mem_start = np.cumsum(t_group) - t_group
+
+    # Pairs: each relevant item with every other member of its group.
+    t = t_group[group]
+    total = int(t.sum())
+    pair_rel = np.repeat(np.arange(n, dtype=np.int64), t)
+    offset = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(t) - t, t)
+    pair_line = members[np.repeat(mem_start[group], t) + offset]
+    keep = pair_line != pos[pair_rel]
+    others, other_rel = pair_line[keep], pair_rel[keep]
+    seg_rels, seg_starts = _segments(other_rel)
+    return TieStructure(
+        pos, rel_row, g_group[group], t, r_group[group], np.arange(n) - gfirst[group], length,
+        table.relevant_total, first, others, other_rel, seg_rels, seg_starts, False,
+    )  # fmt: skip
 
 
 def _count_before(ts: TieStructure, before: np.ndarray) -> np.ndarray:
-    """Per row, how many tie members are flagged ``before`` (shape (..., M) -> (..., W))."""
-    out = np.zeros(before.shape[:-1] + (ts.n_rows,), dtype=np.int64)
+    """Per relevant item, how many pairs are flagged ``before`` (shape (..., P) -> (..., I))."""
+    out = np.zeros(before.shape[:-1] + (ts.n_items,), dtype=np.int64)
     if len(ts.seg_starts):
-        out[..., ts.seg_rows] = np.add.reduceat(before, ts.seg_starts, axis=-1, dtype=np.int64)
+        out[..., ts.seg_rels] = np.add.reduceat(before, ts.seg_starts, axis=-1, dtype=np.int64)
     return out
 
 
 def _rank_by_key(ts: TieStructure, key: np.ndarray) -> np.ndarray:
-    """Rank of the relevant item when tie members are ordered by ``key`` (per line) ascending."""
-    before = key[ts.others] < key[ts.pos][ts.other_row]
+    """Ranks of the relevant items when tie members are ordered by ``key`` (per line) ascending."""
+    before = key[ts.others] < key[ts.pos][ts.other_rel]
     return ts.g + 1 + _count_before(ts, before)
 
 
-def _gain_tables(measures: Sequence[Measure], cap: int) -> np.ndarray:
-    """(len(measures), cap + 1) table of m(r) for r = 0..cap (m(cap) = 0 as cap > every k)."""
-    return np.stack([m.gains(cap) for m in measures])
+def _moments(g: np.ndarray, t: np.ndarray, table: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and variance of ``table[rank]`` for a rank uniform on ``g+1 .. g+t``.
 
-
-def expected_moments(
-    g: np.ndarray, t: np.ndarray, measure: Measure
-) -> tuple[np.ndarray, np.ndarray]:
-    """Exact mean and variance of ``measure`` when the rank is uniform on ``g+1 .. g+t``.
-
-    ``E[m] = (C1(g+t) - C1(g)) / t`` and ``Var[m] = (C2(g+t) - C2(g)) / t - E[m]^2`` with
-    ``Cp(x) = sum_{r=1}^{x} m(r)^p``; since ``m(r) = 0`` beyond the cutoff, the prefix sums are
-    only tabulated up to ``k + 1`` (McSherry & Najork 2008 tie-averaging, for one relevant item).
+    ``table`` is 0 from its last index on (tabulated up to a cap above the cutoff).
     """
-    cap = measure.k + 1
-    gains = measure.gains(cap)
-    c1 = np.cumsum(gains)
-    c2 = np.cumsum(gains * gains)
+    cap = len(table) - 1
+    c1 = np.cumsum(table)
+    c2 = np.cumsum(table * table)
     lo = np.minimum(g, cap)
     hi = np.minimum(g + t, cap)
     tf = t.astype(np.float64)
@@ -164,14 +313,136 @@ def expected_moments(
     return mean, np.maximum(var, 0.0)
 
 
+def expected_moments(
+    g: np.ndarray, t: np.ndarray, measure: Measure
+) -> tuple[np.ndarray, np.ndarray]:
+    """Exact mean and variance of ``measure`` for one relevant item (``R = 1``) whose rank is
+    uniform on ``g+1 .. g+t``.
+
+    ``E[m] = (C1(g+t) - C1(g)) / t`` and ``Var[m] = (C2(g+t) - C2(g)) / t - E[m]^2`` with
+    ``Cp(x) = sum_{r=1}^{x} m(r)^p``; since ``m(r) = 0`` beyond the cutoff, the prefix sums are
+    only tabulated up to ``k + 1`` (McSherry & Najork 2008 tie-averaging, for one relevant item).
+    """
+    return _moments(g, t, measure.gains(measure.k + 1))
+
+
+def _first_relevant_moments(
+    g: np.ndarray, t: np.ndarray, r: np.ndarray, table: np.ndarray, k: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and variance of ``table[first relevant rank]`` for groups ``(g, t, r)`` (see the
+    module docstring): ``P(j)`` by a running product over the places ``j <= min(k - g, t - r +
+    1)`` of the group, in blocks of rows so that memory stays bounded."""
+    cap = len(table) - 1
+    e1 = np.zeros(len(g))
+    e2 = np.zeros(len(g))
+    places = np.clip(np.minimum(k - g, t - r + 1), 0, None)
+    width = int(places.max()) if len(g) else 0
+    if width == 0:
+        return e1, e2
+    step = max(1, _PLACES_CHUNK // width)
+    j = np.arange(1, width + 1, dtype=np.float64)[None, :]
+    for a in range(0, len(g), step):
+        sl = slice(a, a + step)
+        tt = t[sl, None].astype(np.float64)
+        rr = r[sl, None].astype(np.float64)
+        valid = j <= places[sl, None]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            factor = np.where(j == 1, rr / tt, (tt - rr - j + 2) / (tt - j + 1))
+        prob = np.cumprod(np.where(valid, factor, 0.0), axis=1)
+        vals = table[np.minimum(g[sl, None] + j.astype(np.int64), cap)]
+        e1[sl] = (prob * vals).sum(axis=1)
+        e2[sl] = (prob * vals * vals).sum(axis=1)
+    return e1, np.maximum(e2 - e1 * e1, 0.0)
+
+
+def _rows_with_items(ts: TieStructure) -> tuple[np.ndarray, np.ndarray]:
+    """Rows holding at least one stored relevant item, and the index of their first item."""
+    rows = np.flatnonzero(ts.first >= 0)
+    return rows, ts.first[rows]
+
+
+def _expected_result(ts: TieStructure, measures: Sequence[Measure]) -> RuleResult:
+    values, variances = {}, {}
+    w = ts.n_rows
+    rows, starts = _rows_with_items(ts)
+    for m in measures:
+        table = m.item_gains(m.k + 1)
+        mean = np.zeros(w)
+        var = np.zeros(w)
+        if m.kind == "sum":
+            mu, s2 = _moments(ts.g, ts.t, table)
+            # r relevant among t places: sampling without replacement (0 when t == r or t == 1)
+            spread = np.divide(ts.t - ts.r, ts.t - 1, out=np.zeros(ts.n_items), where=ts.t > 1)
+            s2 = s2 * spread
+            if ts.one_per_row:
+                mean, var = mu, s2
+            elif len(rows):
+                mean[rows] = np.add.reduceat(mu, starts)
+                var[rows] = np.add.reduceat(s2, starts)
+            norm = m.norm(ts.n_relevant)
+            mean, var = mean / norm, var / (norm * norm)
+        elif len(rows):
+            g, t, r = ts.g[starts], ts.t[starts], ts.r[starts]
+            mean[rows], var[rows] = _moments(g, t, table)
+            several = np.flatnonzero(r > 1)
+            if len(several):
+                e, v = _first_relevant_moments(g[several], t[several], r[several], table, m.k)
+                mean[rows[several]], var[rows[several]] = e, v
+        values[m], variances[m] = mean, var
+    return RuleResult(TieRule("expected"), values, None, None, variances)
+
+
+def _row_values(
+    ts: TieStructure, ranks: np.ndarray, measures: Sequence[Measure], size: int
+) -> dict[Measure, np.ndarray]:
+    """Each row's measures from the ranks of its relevant items, shape (draws, I) -> (draws, W).
+
+    ``size`` is the length of the gain tables: ranks at or beyond ``size - 1`` score 0.
+    """
+    idx = np.minimum(ranks, size - 1)
+    uniform = bool(np.all(ts.n_relevant == 1))
+    out: dict[Measure, np.ndarray] = {}
+    if ts.one_per_row:
+        for m in measures:
+            if uniform or m.kind == "first":
+                out[m] = m.gains(size - 1)[idx]
+            else:
+                out[m] = m.item_gains(size - 1)[idx] / m.norm(ts.n_relevant)
+        return out
+    rows, starts = _rows_with_items(ts)
+    best = np.minimum.reduceat(idx, starts, axis=-1) if len(rows) else None
+    for m in measures:
+        vals = np.zeros(ranks.shape[:-1] + (ts.n_rows,))
+        if len(rows):
+            table = m.item_gains(size - 1)
+            if m.kind == "first":
+                vals[..., rows] = table[best]
+            else:
+                sums = np.add.reduceat(table[idx], starts, axis=-1)
+                vals[..., rows] = sums / m.norm(ts.n_relevant[rows])
+        out[m] = vals
+    return out
+
+
+def _sorted_within_rows(ts: TieStructure, ranks: np.ndarray) -> np.ndarray:
+    """``ranks`` (draws, I) with each row's entries sorted ascending (rows stay in place)."""
+    if ts.one_per_row or ts.n_items == 0:
+        return ranks
+    scale = np.int64(int(ranks.max()) + 1)
+    offset = ts.rel_row.astype(np.int64) * scale
+    return np.sort(ranks + offset, axis=-1) - offset
+
+
 @dataclass(eq=False)
 class RuleResult:
     """Per-row outcome of one rule.
 
-    ``values[m]`` is each row's measure (for ``hash_mean`` the mean over seeds, for ``expected`` the
-    exact expectation). ``ranks`` is ``(draws, W)``: the relevant item's rank per draw (one draw,
-    or one per seed for ``hash_mean``), capped at ``rank_cap`` when the evaluation was capped;
-    ``None`` for ``expected``, whose position is described by ``(g, t)``.
+    ``values[m]`` is each row's measure (for ``hash_mean`` the mean over seeds, for ``expected``
+    the exact expectation). ``ranks`` is ``(draws, I)``: the rank of every stored relevant item
+    (in :class:`TieStructure` order; one column per row when each row has one relevant item) per
+    draw (one draw, or one per seed for ``hash_mean``), capped at ``rank_cap`` when the evaluation
+    was capped; ``None`` for ``expected``, whose position is described by ``(g, t)``.
+    ``variances`` (``expected`` only) are each row's exact variance under uniform tie breaking.
     """
 
     rule: TieRule
@@ -182,10 +453,12 @@ class RuleResult:
     seeds: tuple[int, ...] = ()
 
     def signature(self, ts: TieStructure) -> np.ndarray:
-        """What the audit compares to decide whether a row's relevant item moved."""
+        """What the audit compares to decide whether a row's relevant items moved, per relevant
+        item: the ranks sorted within each row (which relevant item of a tie group gets which
+        place does not matter), or ``(g, t)`` for ``expected``."""
         if self.ranks is None:
             return np.stack([ts.g, ts.t])
-        return self.ranks
+        return _sorted_within_rows(ts, self.ranks)
 
 
 @dataclass(eq=False)
@@ -200,6 +473,7 @@ class Evaluation:
     n_seeds: int
     rank_cap: int | None
     _expected: RuleResult | None = field(default=None, repr=False)
+    _bounds: dict[str, dict[Measure, np.ndarray]] = field(default_factory=dict, repr=False)
 
     def __getitem__(self, rule: str | TieRule) -> RuleResult:
         return self.results[str(rule)]
@@ -217,6 +491,20 @@ class Evaluation:
         if self._expected is None:
             self._expected = _expected_result(self.structure, self.measures)
         return self._expected
+
+    def bound(self, kind: str) -> dict[Measure, np.ndarray]:
+        """Per-row values under ``optimistic`` or ``pessimistic`` (computed on demand)."""
+        if kind not in ("optimistic", "pessimistic"):
+            raise ValueError(f"bound must be optimistic or pessimistic, got {kind!r}")
+        if kind not in self._bounds:
+            if kind in self.results:
+                self._bounds[kind] = self.results[kind].values
+            else:
+                ranks = _deterministic(self.structure, self.table, TieRule(kind))
+                size = max(m.k for m in self.measures) + 2
+                values = _row_values(self.structure, ranks[None, :], self.measures, size)
+                self._bounds[kind] = {m: v[0] for m, v in values.items()}
+        return self._bounds[kind]
 
     def summary(self) -> pd.DataFrame:
         """The tidy table: ``rule, metric, value, sd, min, max, se, n_rows, n_seeds, z``."""
@@ -244,12 +532,10 @@ class Evaluation:
                     denom = e_sd / math.sqrt(len(sm))
                     rec["z"] = diff / denom if denom > 0 else (0.0 if abs(diff) < 1e-12 else np.inf)
                 elif rule.kind == "expected":
-                    pess = _deterministic(self.structure, self.table, TieRule("pessimistic"))
-                    opt = _deterministic(self.structure, self.table, TieRule("optimistic"))
                     rec.update(
                         sd=math.sqrt(float(res.variances[m].sum())) / w,
-                        min=float(m(pess).mean()),
-                        max=float(m(opt).mean()),
+                        min=float(self.bound("pessimistic")[m].mean()),
+                        max=float(self.bound("optimistic")[m].mean()),
                     )
                 elif rule.seed is not None:
                     rec["n_seeds"] = 1
@@ -263,7 +549,7 @@ class Evaluation:
         """Long table ``row, user_id, rule, metric, value`` (one line per row, rule and measure)."""
         parts = []
         row_ids = self.table.row_ids
-        users = self.table.user_ids[self.table.user[self.structure.pos]]
+        users = self.table.user_ids[self.table.row_user]
         for rule in self.rules:
             res = self.results[str(rule)]
             for m in self.measures:
@@ -276,29 +562,24 @@ class Evaluation:
         return pd.concat(parts, ignore_index=True)
 
 
-def _expected_result(ts: TieStructure, measures: Sequence[Measure]) -> RuleResult:
-    values, variances = {}, {}
-    for m in measures:
-        values[m], variances[m] = expected_moments(ts.g, ts.t, m)
-    return RuleResult(TieRule("expected"), values, None, None, variances)
-
-
 def _deterministic(
     ts: TieStructure,
     table: CandidateTable,
     rule: TieRule,
     pairs: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> np.ndarray:
-    """Exact ranks under a rule that yields one ranking."""
+    """Exact ranks of the relevant items under a rule that yields one ranking."""
     kind = rule.kind
     if kind == "optimistic":
-        return ts.g + 1
+        return ts.g + 1 + ts.rank_in_group
     if kind == "pessimistic":
-        return ts.g + ts.t
+        return ts.g + ts.t - ts.r + 1 + ts.rank_in_group
     if kind == "input_order":
         return _rank_by_key(ts, np.arange(table.n_candidates))
     if kind == "item_id":
         return _rank_by_key(ts, table.item)
+    if kind == "docno_desc":
+        return _rank_by_key(ts, -table.item)
     if kind == "random":
         order = np.random.default_rng(rule.seed).permutation(table.n_candidates)
         position = np.empty_like(order)
@@ -318,12 +599,12 @@ def _hash_codes(values: np.ndarray, codes: np.ndarray) -> np.ndarray:
 
 
 def _hash_pairs(ts: TieStructure, table: CandidateTable) -> tuple[np.ndarray, np.ndarray]:
-    """``pair(u, i)`` of each row's relevant item and of every tie member (see hashing)."""
-    users = table.user[ts.pos]  # a row's user
+    """``pair(u, i)`` of every relevant item and of every tie member compared (see hashing)."""
+    users = table.user[ts.pos]  # a relevant item's user (its row's)
     uh = _hash_codes(table.user_ids, users)
     ih = _hash_codes(table.item_ids, np.concatenate([table.item[ts.pos], table.item[ts.others]]))
     pair_pos = pair_keys(uh[users], ih[table.item[ts.pos]])
-    pair_oth = pair_keys(uh[users[ts.other_row]], ih[table.item[ts.others]])
+    pair_oth = pair_keys(uh[users[ts.other_rel]], ih[table.item[ts.others]])
     return pair_pos, pair_oth
 
 
@@ -333,13 +614,13 @@ def _hash_ranks(
     seeds: Sequence[int],
     pairs: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> np.ndarray:
-    """Ranks under ``hash:s`` for each seed, shape (len(seeds), W)."""
-    out = np.empty((len(seeds), ts.n_rows), dtype=np.int64)
+    """Ranks of the relevant items under ``hash:s`` for each seed, shape (len(seeds), I)."""
+    out = np.empty((len(seeds), ts.n_items), dtype=np.int64)
     out[:] = ts.g + 1
     if len(ts.others) == 0:
         return out
     pair_pos, pair_oth = pairs if pairs is not None else _hash_pairs(ts, table)
-    item_pos = table.item[ts.pos][ts.other_row]
+    item_pos = table.item[ts.pos][ts.other_rel]
     item_oth = table.item[ts.others]
     k_oth = np.empty_like(pair_oth)
     for start in range(0, len(seeds), _SEED_CHUNK):
@@ -347,7 +628,7 @@ def _hash_ranks(
         before = np.empty((len(chunk), len(pair_oth)), dtype=bool)
         for j, s in enumerate(chunk):
             seeded_keys(pair_oth, s, out=k_oth)
-            k_pos = seeded_keys(pair_pos, s)[ts.other_row]
+            k_pos = seeded_keys(pair_pos, s)[ts.other_rel]
             np.less(k_oth, k_pos, out=before[j])
             same = k_oth == k_pos
             if same.any():  # a 64-bit key collision: the smaller item id goes first
@@ -373,11 +654,12 @@ def hash_seed_ranks(
     *,
     rank_cap: int | None = -1,
 ) -> np.ndarray:
-    """Ranks of every row's relevant item under ``hash:s`` for each seed, shape (seeds, W).
+    """Ranks of every stored relevant item under ``hash:s`` for each seed, shape (seeds, I).
 
-    Capped as :func:`evaluate` caps them (default: the largest cutoff of ``measures`` + 1), so
-    chunks of seeds computed separately and stacked in seed order can be passed to
-    :func:`evaluate` as ``seed_ranks`` with an identical result.
+    ``I`` is the number of stored relevant items (the number of rows when each row has one), in
+    :class:`TieStructure` order. Capped as :func:`evaluate` caps them (default: the largest
+    cutoff of ``measures`` + 1), so chunks of seeds computed separately and stacked in seed order
+    can be passed to :func:`evaluate` as ``seed_ranks`` with an identical result.
     """
     table = as_table(data)
     ms = parse_measures(measures if measures is not None else DEFAULT_MEASURES)
@@ -399,13 +681,14 @@ def evaluate(
 ) -> Evaluation:
     """Evaluate ``data`` (a :class:`CandidateTable`, DataFrame or path) under tie rules.
 
-    ``measures`` default to HR, nDCG and MRR at 1, 5, 10 and 20; ``rules`` to every rule.
-    ``hash_mean`` uses seeds ``0 .. n_seeds - 1``. ``rank_cap`` (default: the largest cutoff + 1)
-    lets the evaluator skip rows whose relevant item cannot reach the top ``rank_cap - 1`` for the
-    seeded hash rules; ranks are then reported capped at ``rank_cap``. Pass ``None`` for exact
-    ranks everywhere (the audit does). ``seed_ranks`` may pass the ``hash_mean`` ranks computed
-    beforehand by :func:`hash_seed_ranks` (for seeds ``0 .. n_seeds - 1``, e.g. merged from jobs
-    that each did a chunk of seeds); the result is then identical to computing them here.
+    ``measures`` default to HR, nDCG and MRR at 1, 5, 10 and 20; ``rules`` to every rule but
+    ``docno_desc``. ``hash_mean`` uses seeds ``0 .. n_seeds - 1``. ``rank_cap`` (default: the
+    largest cutoff + 1) lets the evaluator skip tie groups that cannot reach the top
+    ``rank_cap - 1`` for the seeded hash rules; ranks are then reported capped at ``rank_cap``.
+    Pass ``None`` for exact ranks everywhere (the audit does). ``seed_ranks`` may pass the
+    ``hash_mean`` ranks computed beforehand by :func:`hash_seed_ranks` (for seeds
+    ``0 .. n_seeds - 1``, e.g. merged from jobs that each did a chunk of seeds); the result is
+    then identical to computing them here.
     """
     table = as_table(data)
     ms = parse_measures(measures if measures is not None else DEFAULT_MEASURES)
@@ -414,16 +697,11 @@ def evaluate(
         raise ValueError("n_seeds must be >= 1")
     cap = _cap(ms, rank_cap)
     ts = tie_structure(table)
-    gains = None
-    if cap is not None:
-        gains = _gain_tables(ms, cap)
-    else:
-        gains = _gain_tables(ms, int(ts.length.max()) + 1)
+    size = cap + 1 if cap is not None else int(ts.length.max()) + 2
     hash_ts = ts.restricted(ts.g < cap) if cap is not None else ts
 
     def from_ranks(ranks: np.ndarray) -> dict[Measure, np.ndarray]:
-        idx = np.minimum(ranks, gains.shape[1] - 1)
-        return {m: gains[i][idx] for i, m in enumerate(ms)}
+        return _row_values(ts, ranks, ms, size)
 
     def capped(ranks: np.ndarray) -> np.ndarray:
         return ranks if cap is None else np.minimum(ranks, cap)
@@ -442,10 +720,11 @@ def evaluate(
         elif rule.kind == "hash_mean":
             seeds = tuple(range(n_seeds))
             if seed_ranks is not None:
-                if seed_ranks.shape != (n_seeds, table.n_rows):
+                if seed_ranks.shape != (n_seeds, ts.n_items):
                     raise ValueError(
                         f"seed_ranks has shape {seed_ranks.shape}, expected "
-                        f"({n_seeds}, {table.n_rows}) for {n_seeds} seeds"
+                        f"({n_seeds}, {ts.n_items}) for {n_seeds} seeds and {ts.n_items} "
+                        "stored relevant items"
                     )
                 ranks = capped(seed_ranks.astype(np.int64, copy=False))
             else:

@@ -1,25 +1,37 @@
-"""Top-k measures for one relevant item among candidates, named declaratively (``nDCG@10``).
+"""Top-k measures with binary relevance, named declaratively (``nDCG@10``, ``Recall@20``).
 
-Every measure here is a function of the rank ``r`` (1-based) of the single relevant item in the
-final ranking of a row and a cutoff ``k``:
+A row has ``R >= 1`` relevant items (``R`` may exceed the number retrieved, see
+:mod:`tieaudit.candidates`); let ``r_1 <= r_2 <= ...`` be the 1-based ranks of the relevant items
+that were ranked. With ``rel(p) = 1`` when the item at position ``p`` is relevant:
 
-* ``HR@k`` (hit rate, also called Recall@k with one relevant item):
-  ``HR@k(r) = 1[r <= k]``.
-* ``nDCG@k`` (normalised discounted cumulative gain, Järvelin & Kekäläinen 2002, base-2 log):
-  ``nDCG@k(r) = 1[r <= k] / log2(r + 1)``; with one relevant item of gain 1 the ideal DCG is 1.
-* ``MRR@k`` (reciprocal rank truncated at k): ``MRR@k(r) = 1[r <= k] / r``.
+* ``HR@k`` (hit rate): ``1[r_1 <= k]``, at least one relevant item in the top ``k``.
+* ``MRR@k`` (reciprocal rank of the first relevant item, truncated): ``1[r_1 <= k] / r_1``.
+* ``nDCG@k`` (Järvelin & Kekäläinen 2002, binary gains, base-2 log, the ``log2(p + 1)`` discount):
+  ``DCG@k / IDCG@k`` with ``DCG@k = sum_{p <= k} rel(p) / log2(p + 1)`` and the ideal
+  ``IDCG@k = sum_{p=1}^{min(R, k)} 1 / log2(p + 1)``.
+* ``Recall@k``: ``#{i : r_i <= k} / R``.
+* ``P@k`` (precision, also ``Precision@k``): ``#{i : r_i <= k} / k`` (a ranking shorter than
+  ``k`` is padded with non-relevant items, as trec_eval's ``P_k`` does).
 
-With ties, the rank is a random variable. If ``g`` candidates score strictly higher than the
-relevant item and ``t`` candidates (the relevant one included) share its score, a uniform random
-order within the tie group makes ``r`` uniform on ``g+1 .. g+t``; the exact expectation of any
-measure ``m`` is then
+With one relevant item (``R = 1``) every measure is a function of its rank ``r``: ``HR@k`` and
+``Recall@k`` are ``1[r <= k]``, ``nDCG@k`` is ``1[r <= k] / log2(r + 1)``, ``MRR@k`` is
+``1[r <= k] / r`` and ``P@k`` is ``1[r <= k] / k``. :meth:`Measure.gains` tabulates that function.
+
+``HR`` and ``MRR`` depend only on the best-ranked relevant item (kind ``"first"``); ``nDCG``,
+``Recall`` and ``P`` are sums of a per-item gain (:meth:`Measure.item_gains`) divided by a per-row
+normaliser (:meth:`Measure.norm`: ``IDCG@k``, ``R`` or ``k``; kind ``"sum"``).
+
+With ties the ranks are random variables. If ``g`` candidates score strictly higher than a tie
+group of ``t`` candidates holding one relevant item, a uniform random order within the group makes
+its rank uniform on ``g+1 .. g+t``; the exact expectation of a measure ``m`` is then
 
     E[m] = (1/t) * sum_{r=g+1}^{g+t} m(r),
 
 which for nDCG is the tie-averaged DCG of McSherry & Najork (2008), "Computing Information Retrieval
 Performance Measures Efficiently in the Presence of Tied Scores", ECIR 2008; its variance is
 ``E[m^2] - E[m]^2``. Note that plugging the mean rank ``g + (t+1)/2`` into ``m`` does *not* give
-the expected measure (``m`` is not linear in ``r``).
+the expected measure (``m`` is not linear in ``r``). :mod:`tieaudit.evaluate` gives the exact
+expectation and variance for several relevant items per row.
 """
 
 from __future__ import annotations
@@ -33,10 +45,14 @@ import numpy as np
 __all__ = ["Measure", "parse_measure", "parse_measures", "MEASURE_NAMES", "DEFAULT_MEASURES"]
 
 #: Canonical measure names, as accepted (case-insensitively) by :func:`parse_measure`.
-MEASURE_NAMES = ("HR", "nDCG", "MRR")
+MEASURE_NAMES = ("HR", "nDCG", "MRR", "Recall", "P")
 
-_ALIASES = {"hr": "HR", "hit": "HR", "hitrate": "HR", "ndcg": "nDCG", "mrr": "MRR", "rr": "MRR"}
+_ALIASES = {
+    "hr": "HR", "hit": "HR", "hitrate": "HR", "ndcg": "nDCG", "mrr": "MRR", "rr": "MRR",
+    "recall": "Recall", "p": "P", "prec": "P", "precision": "P",
+}  # fmt: skip
 _PATTERN = re.compile(r"^\s*([A-Za-z]+)\s*@\s*(\d+)\s*$")
+_FIRST = ("HR", "MRR")  # depend only on the best-ranked relevant item
 
 
 @dataclass(frozen=True, order=True)
@@ -55,28 +71,82 @@ class Measure:
     def __str__(self) -> str:
         return f"{self.name}@{self.k}"
 
-    def gains(self, max_rank: int) -> np.ndarray:
-        """``m(r)`` for ``r = 0 .. max_rank`` (index 0 unused, 0.0), as float64."""
+    @property
+    def kind(self) -> str:
+        """``"first"`` (HR, MRR: a function of the best relevant rank) or ``"sum"`` (nDCG, Recall,
+        P: a sum of per-item gains over the relevant items, divided by :meth:`norm`)."""
+        return "first" if self.name in _FIRST else "sum"
+
+    def item_gains(self, max_rank: int) -> np.ndarray:
+        """Per-item gain at ``r = 0 .. max_rank`` (index 0 unused, 0.0), before normalisation.
+
+        ``HR``, ``Recall``, ``P``: ``1[r <= k]``; ``nDCG``: ``1[r <= k] / log2(r + 1)``;
+        ``MRR``: ``1[r <= k] / r``. For the ``"first"`` kind it applies to the best rank only.
+        """
         r = np.arange(max_rank + 1, dtype=np.float64)
         out = np.zeros(max_rank + 1, dtype=np.float64)
         hit = (r >= 1) & (r <= self.k)
-        if self.name == "HR":
-            out[hit] = 1.0
-        elif self.name == "nDCG":
+        if self.name == "nDCG":
             out[hit] = 1.0 / np.log2(r[hit] + 1.0)
-        else:  # MRR
+        elif self.name == "MRR":
             out[hit] = 1.0 / r[hit]
+        else:  # HR, Recall, P
+            out[hit] = 1.0
+        return out
+
+    def norm(self, n_relevant: np.ndarray | int) -> np.ndarray:
+        """The per-row normaliser for ``R = n_relevant`` relevant items (float64).
+
+        ``nDCG``: ``IDCG@k = sum_{p=1}^{min(R, k)} 1 / log2(p + 1)``; ``Recall``: ``R``;
+        ``P``: ``k``; ``HR`` and ``MRR``: 1.
+        """
+        n = np.asarray(n_relevant, dtype=np.int64)
+        if self.name == "nDCG":
+            ideal = np.r_[0.0, np.cumsum(1.0 / np.log2(np.arange(2, self.k + 2, dtype=np.float64)))]
+            return ideal[np.clip(n, 0, self.k)]
+        if self.name == "Recall":
+            return n.astype(np.float64)
+        if self.name == "P":
+            return np.full(n.shape, float(self.k))
+        return np.ones(n.shape)
+
+    def gains(self, max_rank: int) -> np.ndarray:
+        """``m(r)`` for one relevant item (``R = 1``) at ``r = 0 .. max_rank`` (index 0 unused,
+        0.0), as float64: :meth:`item_gains` divided by ``norm(1)``."""
+        out = self.item_gains(max_rank)
+        if self.name == "P":
+            out /= self.k
         return out
 
     def __call__(self, rank: np.ndarray | int) -> np.ndarray:
-        """The measure at 1-based ``rank`` (array or scalar)."""
+        """The measure when the row's only relevant item (``R = 1``) is at 1-based ``rank``."""
         rank = np.asarray(rank)
         table = self.gains(self.k + 1)
         return table[np.minimum(rank, self.k + 1)]
 
+    def of_ranks(self, ranks: Iterable[int], n_relevant: int | None = None) -> float:
+        """The measure of one row from the ranks of its ranked relevant items (plain Python).
+
+        ``n_relevant`` is ``R`` (default: the number of ranks given; it may be larger, for relevant
+        items that were not ranked, but not smaller).
+
+        >>> Measure("Recall", 2).of_ranks([1, 3], n_relevant=4)
+        0.25
+        """
+        rs = sorted(int(r) for r in ranks)
+        n = len(rs) if n_relevant is None else int(n_relevant)
+        if n < max(len(rs), 1):
+            raise ValueError(f"n_relevant={n} is below the {len(rs)} ranks given (or zero)")
+        top = [r for r in rs if r <= self.k]
+        gain = self.item_gains(self.k)
+        if self.kind == "first":
+            return float(gain[top[0]]) if top else 0.0
+        return float(sum(gain[r] for r in top) / float(self.norm(n)))
+
 
 def parse_measure(text: str | Measure) -> Measure:
-    """Parse ``"nDCG@10"``, ``"HR@5"``, ``"MRR@20"`` (case-insensitive names) into a Measure.
+    """Parse ``"nDCG@10"``, ``"HR@5"``, ``"MRR@20"``, ``"Recall@10"``, ``"P@10"`` (or
+    ``"Precision@10"``; names are case-insensitive) into a Measure.
 
     >>> parse_measure("ndcg@10")
     Measure(name='nDCG', k=10)
@@ -86,7 +156,8 @@ def parse_measure(text: str | Measure) -> Measure:
     m = _PATTERN.match(str(text))
     if not m:
         raise ValueError(
-            f"cannot parse measure {text!r}: expected NAME@K such as nDCG@10, HR@5 or MRR@20"
+            f"cannot parse measure {text!r}: expected NAME@K such as nDCG@10, HR@5, MRR@20, "
+            "Recall@10 or P@10"
         )
     name = _ALIASES.get(m.group(1).lower())
     if name is None:
@@ -111,5 +182,5 @@ def parse_measures(texts: Iterable[str | Measure]) -> list[Measure]:
     return out
 
 
-#: HR, nDCG and MRR at 1, 5, 10 and 20.
-DEFAULT_MEASURES = tuple(Measure(n, k) for n in MEASURE_NAMES for k in (1, 5, 10, 20))
+#: HR, nDCG and MRR at 1, 5, 10 and 20 (Recall and P are asked for by name).
+DEFAULT_MEASURES = tuple(Measure(n, k) for n in ("HR", "nDCG", "MRR") for k in (1, 5, 10, 20))

@@ -1,27 +1,30 @@
 """Tie rules: how candidates with exactly equal scores are ordered.
 
 Every rule sorts candidates by score, descending; they differ only inside a group of equal scores.
-Let ``g`` be the number of a row's candidates scoring strictly above the relevant item and ``t``
-the size of its tie group (the relevant item included). The relevant item's rank is ``g + 1 + b``,
-where ``b`` is the number of other tie-group members the rule puts before it:
+Let ``g`` be the number of a row's candidates scoring strictly above a tie group and ``t`` the size
+of the group. A relevant item of the group gets rank ``g + 1 + b``, where ``b`` is the number of
+other group members (relevant or not) the rule puts before it:
 
 =================  =============================================================  ==========
 name               order inside a tie group                                       invariant
 =================  =============================================================  ==========
 ``input_order``    stored (file) order: a stable sort by score                    no
-``optimistic``     the relevant item first (``b = 0``)                            yes
-``pessimistic``    the relevant item last (``b = t - 1``)                         yes
+``optimistic``     the relevant items first                                       yes
+``pessimistic``    the relevant items last                                        yes
 ``expected``       exact expectation over a uniform random order of the group     yes
 ``hash:SEED``      ascending :func:`tieaudit.hashing.hash_key` of (SEED, user, item)  yes
 ``hash_mean``      ``hash:s`` for ``s = 0 .. N-1``: mean, sd, min, max over seeds  yes
-``random:SEED``    a seeded shuffle of the stored order, then a stable sort        no
+``random:SEED``    a seeded shuffle of the stored order, then a stable sort       no
 ``item_id``        item id ascending (Unicode code-point order of the id string)  yes
+``docno_desc``     item id descending: trec_eval's order (:mod:`tieaudit.trec`)     yes
 =================  =============================================================  ==========
 
 "Invariant" means row-order invariant: permuting the stored lines of a row, with ids, labels and
 scores unchanged, leaves the ranking unchanged. ``random:SEED`` is the common "fix" that still
-depends on row order, because the shuffle permutes stored positions. ``item_id`` is invariant but
-biased: it favours items whose ids sort first.
+depends on row order, because the shuffle permutes stored positions. ``item_id`` and
+``docno_desc`` are invariant but biased: they favour items whose ids sort first (last).
+With several relevant items in one tie group, ``optimistic`` and ``pessimistic`` give them the
+group's first (last) places; the measures do not depend on which relevant item gets which.
 """
 
 from __future__ import annotations
@@ -33,7 +36,9 @@ from dataclasses import dataclass
 __all__ = ["TieRule", "parse_rule", "parse_rules", "RULE_KINDS", "DEFAULT_RULES"]
 
 #: Kinds that take no seed.
-_PLAIN = ("input_order", "optimistic", "pessimistic", "expected", "hash_mean", "item_id")
+_PLAIN = (
+    "input_order", "optimistic", "pessimistic", "expected", "hash_mean", "item_id", "docno_desc",
+)  # fmt: skip
 #: Kinds that need ``:SEED``.
 _SEEDED = ("hash", "random")
 RULE_KINDS = _PLAIN + _SEEDED
@@ -96,7 +101,7 @@ def parse_rules(texts: Iterable[str | TieRule]) -> list[TieRule]:
     return out
 
 
-#: Every rule, with seed 0 for the seeded ones.
+#: Every rule but ``docno_desc`` (added for TREC runs by the CLI), seed 0 for the seeded ones.
 DEFAULT_RULES = (
     TieRule("input_order"),
     TieRule("optimistic"),
