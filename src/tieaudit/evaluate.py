@@ -120,6 +120,7 @@ class TieStructure:
     seg_rels: np.ndarray
     seg_starts: np.ndarray
     one_per_row: bool
+    has_members: bool = True  # False: ``others`` was not computed (rules that need no order)
 
     @property
     def n_rows(self) -> int:
@@ -166,14 +167,18 @@ def _row_counts(table: CandidateTable) -> tuple[np.ndarray, np.ndarray]:
     return higher, extra
 
 
-def tie_structure(table: CandidateTable) -> TieStructure:
-    """Compute the tie groups of every row's relevant items (see :class:`TieStructure`)."""
+def tie_structure(table: CandidateTable, members: bool = True) -> TieStructure:
+    """Compute the tie groups of every row's relevant items (see :class:`TieStructure`).
+
+    ``members=False`` may skip listing the other members of each tie group when only ``g`` and
+    ``t`` are needed (``expected``, ``optimistic``, ``pessimistic``).
+    """
     if table.n_candidates and np.all(table.n_positive == 1):
-        return _one_per_row_structure(table)
-    return _general_structure(table)
+        return _one_per_row_structure(table, members)
+    return _general_structure(table, members)
 
 
-def _one_per_row_structure(table: CandidateTable) -> TieStructure:
+def _one_per_row_structure(table: CandidateTable, members: bool = True) -> TieStructure:
     """One relevant line per row: broadcast its score over the row, no sorting."""
     w = table.n_rows
     higher_unstored, extra = _row_counts(table)
@@ -188,7 +193,8 @@ def _one_per_row_structure(table: CandidateTable) -> TieStructure:
         tied = table.score == pos_score
         g = np.add.reduceat(higher, starts, dtype=np.int64)
         t = np.add.reduceat(tied, starts, dtype=np.int64)
-        others = np.flatnonzero(tied & ~table.label)  # already grouped by row
+        # already grouped by row
+        others = np.flatnonzero(tied & ~table.label) if members else np.empty(0, np.int64)
     else:
         pos_score = table.score[pos][table.row]
         higher = table.score > pos_score
@@ -196,7 +202,7 @@ def _one_per_row_structure(table: CandidateTable) -> TieStructure:
         g = np.bincount(table.row, weights=higher, minlength=w).astype(np.int64)
         t = np.bincount(table.row, weights=tied, minlength=w).astype(np.int64)
         length = np.bincount(table.row, minlength=w).astype(np.int64)
-        others = np.flatnonzero(tied & ~table.label)
+        others = np.flatnonzero(tied & ~table.label) if members else np.empty(0, np.int64)
         # Group by row, keeping stored order inside a row.
         others = others[np.argsort(table.row[others], kind="stable")]
     other_rel = table.row[others]
@@ -205,15 +211,17 @@ def _one_per_row_structure(table: CandidateTable) -> TieStructure:
     return TieStructure(
         pos, rows, g + higher_unstored, t, np.ones(w, np.int64), np.zeros(w, np.int64),
         length + extra, table.relevant_total, rows, others, other_rel, seg_rels, seg_starts, True,
+        members,
     )  # fmt: skip
 
 
-def _general_structure(table: CandidateTable) -> TieStructure:
+def _general_structure(table: CandidateTable, members: bool = True) -> TieStructure:
     """Any number of relevant lines per row (including none, when ``n_relevant`` allows it).
 
     The distinct scores of the relevant groups are coded as integer levels; every line finds by
     binary search how many of its row's relevant groups score strictly below it (it is above
     those) and whether it ties one of them. ``O(N log L)`` for N lines and L relevant groups.
+    Tie members are always listed (``members`` is accepted for a uniform signature).
     """
     w = table.n_rows
     higher_unstored, extra = _row_counts(table)
@@ -293,6 +301,8 @@ def _count_before(ts: TieStructure, before: np.ndarray) -> np.ndarray:
 
 def _rank_by_key(ts: TieStructure, key: np.ndarray) -> np.ndarray:
     """Ranks of the relevant items when tie members are ordered by ``key`` (per line) ascending."""
+    if not ts.has_members:
+        raise ValueError("this tie structure was computed without tie members")
     before = key[ts.others] < key[ts.pos][ts.other_rel]
     return ts.g + 1 + _count_before(ts, before)
 
@@ -615,6 +625,8 @@ def _hash_ranks(
     pairs: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> np.ndarray:
     """Ranks of the relevant items under ``hash:s`` for each seed, shape (len(seeds), I)."""
+    if not ts.has_members:
+        raise ValueError("this tie structure was computed without tie members")
     out = np.empty((len(seeds), ts.n_items), dtype=np.int64)
     out[:] = ts.g + 1
     if len(ts.others) == 0:
@@ -696,7 +708,8 @@ def evaluate(
     if n_seeds < 1:
         raise ValueError("n_seeds must be >= 1")
     cap = _cap(ms, rank_cap)
-    ts = tie_structure(table)
+    ordered = {r.kind for r in rs} - {"expected", "optimistic", "pessimistic"}
+    ts = tie_structure(table, members=bool(ordered))
     size = cap + 1 if cap is not None else int(ts.length.max()) + 2
     hash_ts = ts.restricted(ts.g < cap) if cap is not None else ts
 
