@@ -11,6 +11,15 @@ Tables
     mean against the exact expectation). ``ties_invariance``: per dataset and scorer the share of
     rows whose relevant item is tied, the mean tie size at it, the share of rows whose tie group
     straddles each headline cutoff, and the invariance verdict of every rule.
+
+Full-catalog block
+    Results of a full-catalog evaluation live under ``results/{dataset}/full/{scorer}/``;
+    :func:`collect` tags every line with its ``candidates`` setting (``sampled`` or ``full``) from
+    the path. When a dataset has full-catalog results, its table and ``ties_invariance`` gain a
+    first column ``candidates`` and a second block of lines (the sampled block first, then the
+    full one, same scorers and rules); without them the tables are exactly the sampled ones.
+    ``compare_markdown`` compares the sampled setting only (the paper's protocol), and
+    :func:`combined_checklist` marks the full-catalog checklists in their headings.
 """
 
 from __future__ import annotations
@@ -36,45 +45,76 @@ __all__ = [
 ]
 
 
-def _key(path: str | Path) -> tuple[str, str]:
-    """(dataset, scorer) of ``results/{dataset}/{scorer}/metrics.csv`` or ``.../audit/x.csv``."""
+#: Candidate settings in table order, and the results sub-folder of the non-default one.
+CANDIDATE_SETTINGS = ("sampled", "full")
+FULL_FOLDER = "full"
+
+
+def _key(path: str | Path) -> tuple[str, str, str]:
+    """(dataset, scorer, candidates) of ``results/{dataset}/{scorer}/metrics.csv``,
+    ``results/{dataset}/full/{scorer}/metrics.csv`` or their ``audit/x.csv``."""
     parts = Path(path).parts
     if parts[-2] == "audit":
-        return parts[-4], parts[-3]
-    return parts[-3], parts[-2]
+        parts = parts[:-1]
+    if len(parts) >= 4 and parts[-3] == FULL_FOLDER:
+        return parts[-4], parts[-2], "full"
+    return parts[-3], parts[-2], "sampled"
 
 
 def collect(paths: Sequence[str | Path]) -> pd.DataFrame:
-    """Concatenate per-(dataset, scorer) CSV files, adding ``dataset`` and ``scorer`` columns."""
+    """Concatenate per-(dataset, scorer) CSV files, adding ``dataset``, ``scorer`` and
+    ``candidates`` (``sampled`` or ``full``, from the path) columns."""
     frames = []
     for p in paths:
-        d, s = _key(p)
+        d, s, c = _key(p)
         f = pd.read_csv(p, keep_default_na=True)
+        f.insert(0, "candidates", c)
         f.insert(0, "scorer", s)
         f.insert(0, "dataset", d)
         frames.append(f)
     return pd.concat(frames, ignore_index=True)
 
 
+def _settings(frame: pd.DataFrame, datasets: Sequence[str]) -> list[str]:
+    """The candidate settings present for ``datasets``, in table order (sampled when untagged)."""
+    if "candidates" not in frame.columns:
+        return ["sampled"]
+    present = set(frame.loc[frame["dataset"].isin(list(datasets)), "candidates"])
+    return [c for c in CANDIDATE_SETTINGS if c in present] or ["sampled"]
+
+
+def _sampled(frame: pd.DataFrame) -> pd.DataFrame:
+    if "candidates" not in frame.columns:
+        return frame
+    return frame[frame["candidates"] == "sampled"]
+
+
 def dataset_table(
     metrics: pd.DataFrame, dataset: str, scorers: Sequence[str], rules: Sequence[str],
     headline: Sequence[str],
 ) -> pd.DataFrame:  # fmt: skip
-    """Scorer x rule table of the headline measures for one dataset (see module doc)."""
+    """Scorer x rule table of the headline measures for one dataset (see module doc); with
+    full-catalog results a leading ``candidates`` column and a full-catalog block."""
     m = metrics[metrics["dataset"] == dataset]
+    settings = _settings(metrics, [dataset])
     rows = []
-    for s in scorers:
-        for r in rules:
-            rec: dict[str, object] = {"scorer": s, "rule": r}
-            for h in headline:
-                sel = m[(m["scorer"] == s) & (m["rule"] == r) & (m["metric"] == h)]
-                if sel.empty:
-                    raise ValueError(f"no {h} for {dataset}/{s} under {r} in the metrics")
-                one = sel.iloc[0]
-                rec[h] = one["value"]
-                for c in ("sd", "min", "max", "z"):
-                    rec[f"{h}_{c}"] = one[c]
-            rows.append(rec)
+    for c in settings:
+        mc = m[m["candidates"] == c] if "candidates" in m.columns else m
+        for s in scorers:
+            for r in rules:
+                rec: dict[str, object] = {"candidates": c} if settings != ["sampled"] else {}
+                rec.update({"scorer": s, "rule": r})
+                for h in headline:
+                    sel = mc[(mc["scorer"] == s) & (mc["rule"] == r) & (mc["metric"] == h)]
+                    if sel.empty:
+                        raise ValueError(
+                            f"no {h} for {dataset}/{s} ({c} candidates) under {r} in the metrics"
+                        )
+                    one = sel.iloc[0]
+                    rec[h] = one["value"]
+                    for col in ("sd", "min", "max", "z"):
+                        rec[f"{h}_{col}"] = one[col]
+                rows.append(rec)
     return pd.DataFrame(rows)
 
 
@@ -84,28 +124,37 @@ def ties_invariance_table(
 ) -> pd.DataFrame:  # fmt: skip
     """Per dataset and scorer: ties at the relevant item and each rule's invariance verdict."""
     ks = sorted({int(h.split("@")[1]) for h in headline})
+    settings = _settings(diagnostics, datasets)
+    tagged = "candidates" in diagnostics.columns and "candidates" in invariance.columns
     rows = []
     for d in datasets:
-        for s in scorers:
-            dg = diagnostics[(diagnostics["dataset"] == d) & (diagnostics["scorer"] == s)]
-            iv = invariance[(invariance["dataset"] == d) & (invariance["scorer"] == s)]
+        for c in settings:
+            for s in scorers:
+                dg = diagnostics[(diagnostics["dataset"] == d) & (diagnostics["scorer"] == s)]
+                iv = invariance[(invariance["dataset"] == d) & (invariance["scorer"] == s)]
+                if tagged:
+                    dg, iv = dg[dg["candidates"] == c], iv[iv["candidates"] == c]
+                if dg.empty and c != "sampled":
+                    continue  # this dataset has no full-catalog results
 
-            def diag(name: str, key: str = "", dg: pd.DataFrame = dg) -> float:
-                sel = dg[(dg["diagnostic"] == name) & (dg["key"].fillna("") == key)]
-                return float(sel["value"].iloc[0])
+                def diag(name: str, key: str = "", dg: pd.DataFrame = dg) -> float:
+                    sel = dg[(dg["diagnostic"] == name) & (dg["key"].fillna("") == key)]
+                    return float(sel["value"].iloc[0])
 
-            rec: dict[str, object] = {
-                "dataset": d,
-                "scorer": s,
-                "share_tied": diag("share_positive_tied"),
-                "mean_t": diag("mean_tie_size_at_positive"),
-            }
-            for k in ks:
-                rec[f"straddle@{k}"] = diag("share_tie_group_straddles_k", f"k={k}")
-            verdicts = iv.drop_duplicates("rule").set_index("rule")["invariant"]
-            for r in rules:
-                rec[f"invariant:{r}"] = verdicts.get(r, "")
-            rows.append(rec)
+                rec: dict[str, object] = {"dataset": d}
+                if settings != ["sampled"]:
+                    rec["candidates"] = c
+                rec.update({
+                    "scorer": s,
+                    "share_tied": diag("share_positive_tied"),
+                    "mean_t": diag("mean_tie_size_at_positive"),
+                })  # fmt: skip
+                for k in ks:
+                    rec[f"straddle@{k}"] = diag("share_tie_group_straddles_k", f"k={k}")
+                verdicts = iv.drop_duplicates("rule").set_index("rule")["invariant"]
+                for r in rules:
+                    rec[f"invariant:{r}"] = verdicts.get(r, "")
+                rows.append(rec)
     return pd.DataFrame(rows)
 
 
@@ -174,6 +223,7 @@ def compare_markdown(
     """Published numbers beside ours, and whether each pattern the paper claims holds here."""
     tol = tol or Tolerances()
     dmap = dict(dataset_map or {})
+    metrics = _sampled(metrics)  # the paper's protocol: sampled candidates
     out = ["# Our numbers beside the paper's", ""]
     out.append(f"Published values are from the {reference.get('source', 'paper')}; ours are read "
                "from this run's `results/*/*/metrics.csv`. Candidates and scores are fixed; only "
@@ -255,6 +305,8 @@ def combined_checklist(paths: Sequence[str | Path]) -> str:
     parts = ["# Reporting checklists", ""]
     for p in paths:
         text = Path(p).read_text(encoding="utf-8").strip()
+        if _key(p)[2] == "full":
+            text = re.sub(r"^(# .*)$", r"\1 (full catalogue)", text, count=1, flags=re.M)
         parts += [re.sub(r"^# ", "## ", text, count=1), ""]
         parts[-2] = re.sub(r"(?m)^## (?!Tie-handling)", "### ", parts[-2])
     return "\n".join(parts)

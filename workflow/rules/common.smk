@@ -15,6 +15,14 @@ for _name in DATASETS:
         raise ValueError(
             f"config: run names dataset {_name!r}, which is not under datasets"
         )
+# Candidate settings: "sampled" (always) and optionally "full" (full catalogue), whose results
+# live under results/{dataset}/full/{scorer}/.
+MODES = list(config["evaluation"]["candidates"])
+FULL = "full" in MODES
+if FULL and "full" in SCORERS:
+    raise ValueError(
+        "config: a scorer named 'full' is ambiguous with evaluation.candidates: [.., full]"
+    )
 
 
 wildcard_constraints:
@@ -104,19 +112,34 @@ def seed_chunks():
     return list(range(config["evaluation"]["seed_chunks"]))
 
 
+def mode_prefixes():
+    """The results sub-folder of each candidate setting: "" (sampled), "full/" (full)."""
+    return [""] + (["full/"] if FULL else [])
+
+
 def metric_tables(wildcards=None):
+    """Every metrics.csv: the sampled ones, then the full-catalog ones (when enabled)."""
     return expand(
-        "results/{dataset}/{scorer}/metrics.csv", dataset=DATASETS, scorer=SCORERS
+        "results/{dataset}/{mode}{scorer}/metrics.csv",
+        mode=mode_prefixes(),
+        dataset=DATASETS,
+        scorer=SCORERS,
     )
 
 
 def audit_files(name):
+    """Every audit/{name}: the sampled ones, then the full-catalog ones (when enabled)."""
     return expand(
-        "results/{dataset}/{scorer}/audit/{name}",
+        "results/{dataset}/{mode}{scorer}/audit/{name}",
+        mode=mode_prefixes(),
         dataset=DATASETS,
         scorer=SCORERS,
         name=name,
     )
+
+
+def full_rows():
+    return config["evaluation"]["full_rows"]
 
 
 def paper_outputs():

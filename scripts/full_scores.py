@@ -1,0 +1,52 @@
+"""Step: full-catalog candidates of one scorer: fit, score every catalogue item in chunks of users
+and keep per row only the held-out item, its tie group and the n_higher/n_lower counts."""
+
+import numpy as np
+import pandas as pd
+
+from tieaudit.fullcatalog import chunk_rows_for, full_catalog_candidates
+from tieaudit.io import write_table
+from tieaudit.scorers import get_scorer
+from tieaudit.workflow import start
+
+log = start(snakemake)  # noqa: F821 - injected by Snakemake
+p = snakemake.params  # noqa: F821
+inp = snakemake.input  # noqa: F821
+spec = p.spec
+scorer = get_scorer(spec["scorer"], **spec["options"])
+history = pd.read_parquet(inp.history)
+scorer.fit(history, pd.read_parquet(inp.attributes))
+history = history[["user_id", "item_id"]]
+heldout_items = pd.read_parquet(inp.heldout, columns=["item_id"])["item_id"]
+# the catalogue of the sampled setting: the distinct items of history and held-out items
+catalog = np.union1d(
+    np.asarray(history["item_id"].unique()).astype(str),
+    np.asarray(heldout_items.unique()).astype(str),
+)
+# the rows are the sampled setting's evaluation rows (in its order), the first full_rows of them
+sampled = pd.read_parquet(inp.candidates, columns=["row", "user_id", "item_id", "label"])
+rows = sampled[sampled["label"] == 1][["row", "user_id", "item_id"]].reset_index(drop=True)
+if p.n_rows is not None:
+    rows = rows.iloc[: p.n_rows].reset_index(drop=True)
+chunk = chunk_rows_for(len(catalog), p.chunk_pairs)
+log.info("%d rows x %d catalogue items, %d rows a chunk", len(rows), len(catalog), chunk)
+
+
+def progress(done, total):
+    if done == total or done * 10 // total != (done - chunk) * 10 // total:
+        log.info("scored %d of %d rows", done, total)
+
+
+# a batch-dependent scorer (residualized_attribute) is fitted once on the sampled candidates, so
+# its score function is the sampled run's (see tieaudit.fullcatalog)
+reduced = full_catalog_candidates(
+    rows,
+    history,
+    catalog,
+    scorer,
+    chunk_rows=chunk,
+    residual_fit=sampled[["user_id", "item_id"]],
+    progress=progress,
+)
+log.info("%d stored lines for %d rows", len(reduced), len(rows))
+write_table(reduced, snakemake.output[0])  # noqa: F821

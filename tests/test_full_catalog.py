@@ -1,0 +1,121 @@
+"""The workflow with full-catalog evaluation enabled (evaluation.candidates: [sampled, full]).
+
+Runs a small generated dataset through the whole pipeline in a temporary folder and checks the
+full-catalog results, their block in the paper tables, the effect of input order under
+full-catalog ties and the invariance verdicts.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from tieaudit import read_candidates
+
+ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.slow
+SCORERS = ("attribute_overlap", "residualized_attribute", "popularity")
+RULES = ["input_order", "optimistic", "pessimistic", "expected", "hash:0", "hash_mean",
+         "random:0", "item_id"]  # fmt: skip
+FULL_ROWS = 150
+
+CONFIG = {
+    "datasets": {
+        "mini": {
+            "source": "generic",
+            "synthetic": {"generator": "generic", "scale": 400, "seed": 5, "options": {}},
+            "files": {
+                "interactions": {"url": "file:data/demo/mini/interactions.csv"},
+                "item_attributes": {"url": "file:data/demo/mini/item_attributes.csv"},
+            },
+        },
+    },
+    "evaluation": {
+        "n_rows": 300,
+        "n_negatives": 49,
+        "metrics": ["HR@10", "nDCG@10", "MRR@10", "HR@5", "nDCG@5"],
+        "headline": ["nDCG@10", "HR@10"],
+        "rules": RULES,
+        "n_seeds": 20,
+        "candidates": ["sampled", "full"],
+        "full_rows": FULL_ROWS,
+        "full_chunk_pairs": 5000,  # several chunks even on this small catalogue
+    },
+    "audit": {"permutations": 2, "seed": 0},
+    "scorers": {s: {"scorer": s, "options": {}} for s in SCORERS},
+}
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    d = tmp_path_factory.mktemp("full_catalog")
+    cfg = d / "config.yaml"
+    cfg.write_text(yaml.safe_dump(CONFIG, sort_keys=False))
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "--configfile",
+           str(cfg), "--directory", str(d), "--cores", "2"]  # fmt: skip
+    res = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    return d
+
+
+def test_full_catalog_results_exist(run: Path) -> None:
+    for s in SCORERS:
+        base = run / "results" / "mini" / "full" / s
+        m = pd.read_csv(base / "metrics.csv")
+        assert set(RULES) <= set(m["rule"]) and {"nDCG@10", "HR@10"} <= set(m["metric"])
+        for name in ("invariance.csv", "diagnostics.csv", "checklist.md"):
+            assert (base / "audit" / name).stat().st_size > 0
+        table = read_candidates(base / "scores.parquet")
+        assert table.n_rows == FULL_ROWS and table.n_higher is not None
+        # the sampled results are still there, untouched by the full-catalog ones
+        assert (run / "results" / "mini" / s / "metrics.csv").is_file()
+    # the full-catalog rows are the first FULL_ROWS sampled rows
+    sampled = pd.read_parquet(run / "results" / "mini" / "candidates.parquet")
+    full = pd.read_parquet(run / "results" / "mini" / "full" / "popularity" / "scores.parquet")
+    first = sampled[sampled["label"] == 1]["row"].iloc[:FULL_ROWS].tolist()
+    assert full[full["label"] == 1]["row"].tolist() == first
+
+
+def test_full_catalog_is_harder_and_input_order_inflates(run: Path) -> None:
+    full = pd.read_csv(run / "results/mini/full/attribute_overlap/metrics.csv")
+    sampled = pd.read_csv(run / "results/mini/attribute_overlap/metrics.csv")
+    v = full[full["metric"] == "nDCG@10"].set_index("rule")["value"]
+    assert v["input_order"] >= v["expected"], v.to_dict()
+    assert v["input_order"] == v["optimistic"]  # the relevant item is stored first
+    assert v["pessimistic"] <= v["expected"] <= v["optimistic"]
+    vs = sampled[sampled["metric"] == "nDCG@10"].set_index("rule")["value"]
+    assert v["expected"] <= vs["expected"]  # more candidates: never easier on average here
+
+
+def test_full_catalog_invariance_verdicts(run: Path) -> None:
+    for s in SCORERS:
+        inv = pd.read_csv(run / "results/mini/full" / s / "audit/invariance.csv")
+        inv = inv.drop_duplicates("rule").set_index("rule")["invariant"]
+        for rule in ("expected", "hash:0", "hash_mean", "optimistic", "pessimistic", "item_id"):
+            assert inv[rule] == "yes", (s, rule)
+    inv = pd.read_csv(run / "results/mini/full/attribute_overlap/audit/invariance.csv")
+    assert (inv[inv["rule"] == "input_order"]["invariant"] == "no").all()
+
+
+def test_paper_tables_have_the_full_catalog_block(run: Path) -> None:
+    paper = run / "results" / "paper"
+    t = pd.read_csv(paper / "table_mini.csv")
+    assert list(t.columns[:4]) == ["candidates", "scorer", "rule", "nDCG@10"]
+    assert list(t["candidates"].drop_duplicates()) == ["sampled", "full"]
+    assert len(t) == 2 * len(SCORERS) * len(RULES)
+    full = pd.read_csv(run / "results/mini/full/popularity/metrics.csv")
+    got = t[(t["candidates"] == "full") & (t["scorer"] == "popularity")].set_index("rule")
+    want = full[full["metric"] == "nDCG@10"].set_index("rule")["value"]
+    assert got.loc["expected", "nDCG@10"] == pytest.approx(want["expected"], rel=1e-12)
+    ties = pd.read_csv(paper / "ties_invariance.csv")
+    assert list(ties.columns[:3]) == ["dataset", "candidates", "scorer"]
+    assert len(ties) == 2 * len(SCORERS)
+    assert set(ties[ties["candidates"] == "full"]["invariant:expected"]) == {"yes"}
+    text = (paper / "checklist.md").read_text()
+    assert text.count("## Tie-handling report") == 2 * len(SCORERS)
+    assert text.count("(full catalogue)") == len(SCORERS)
