@@ -9,10 +9,13 @@ from tieaudit.workflow import start
 log = start(snakemake)  # noqa: F821 - injected by Snakemake
 spec = snakemake.params.spec  # noqa: F821
 scorer = get_scorer(spec["scorer"], **spec["options"])
-history = pd.read_parquet(snakemake.input.history)  # noqa: F821
-attributes = pd.read_parquet(snakemake.input.attributes)  # noqa: F821
+# The history and attribute frames live only during fit (a fitted scorer keeps what it needs), so
+# they are not held in memory while the candidates are scored (~0.9 GB on Amazon Beauty).
+scorer.fit(
+    pd.read_parquet(snakemake.input.history),  # noqa: F821
+    pd.read_parquet(snakemake.input.attributes),  # noqa: F821
+)
 candidates = pd.read_parquet(snakemake.input.candidates)  # noqa: F821
-scorer.fit(history, attributes)
 scored = score_candidates(candidates, scorer)
 log.info("scored %d candidates with %s", len(scored), spec["scorer"])
 write_table(scored[["row", "user_id", "item_id", "label", "score"]], snakemake.output[0])  # noqa: F821

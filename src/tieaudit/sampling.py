@@ -159,6 +159,7 @@ def build_candidates(
     # Excluded (row, catalog index) pairs: history items of the row's user and the positive.
     cat_index = pd.Index(cat, dtype=object)
     user_index = pd.Index(users, dtype=object)
+    history = _rows_of_users(history, users)
     h_row = _encode(user_index, _as_str(history["user_id"].to_numpy(dtype=object)))
     keep = h_row >= 0
     h_item = _encode(cat_index, _as_str(history["item_id"].to_numpy(dtype=object)[keep]))
@@ -167,7 +168,7 @@ def build_candidates(
     ex_row = np.concatenate([h_row, np.arange(n_rows)])
     ex_item = np.concatenate([h_item, p_item])
     inside = ex_item >= 0
-    excluded = np.unique(ex_row[inside].astype(np.int64) * n_cat + ex_item[inside])
+    excluded = _sorted_unique(ex_row[inside].astype(np.int64) * n_cat + ex_item[inside])
     n_excluded = np.bincount(excluded // max(n_cat, 1), minlength=n_rows)[:n_rows]
     allowed = n_cat - n_excluded
 
@@ -250,6 +251,18 @@ def _require_unique_users(users: np.ndarray, name: str) -> None:
         )
 
 
+def _rows_of_users(history: pd.DataFrame, users: np.ndarray) -> pd.DataFrame:
+    """The history rows whose user is one of ``users`` (str), in history order, when that can be
+    decided on the column as it is: a string column without missing values (``str(nan)`` would
+    be ``"nan"``). Filtering first means only those rows' ids become Python strings (Amazon
+    Beauty: ~225k of 5.5M rows for 30,000 sampled users). Any other column is returned whole and
+    matched after ``str()`` below, as before."""
+    col = history["user_id"]
+    if not isinstance(col.dtype, pd.StringDtype) or len(users) >= len(col) or col.hasnans:
+        return history
+    return history.loc[col.isin(users).to_numpy(dtype=bool)]
+
+
 def _as_str(values: np.ndarray) -> np.ndarray:
     """Object array of ``str`` (ids are compared as strings)."""
     if pd.api.types.infer_dtype(values, skipna=False) in ("string", "empty"):
@@ -276,7 +289,20 @@ def _catalog_values(catalog) -> np.ndarray:
     values = np.asarray(pd.Series(catalog, dtype=object).to_numpy(), dtype=object)
     if pd.isna(values).any():
         raise ValueError("catalog has missing item ids")
-    return np.unique(values.astype(str)).astype(object)
+    # distinct values first (hashing), so only those are converted to str and sorted
+    return np.unique(pd.unique(values).astype(str)).astype(object)
+
+
+def _sorted_unique(values: np.ndarray) -> np.ndarray:
+    """``numpy.unique`` of a 1-D int array by sorting: the same result, but numpy >= 2.3 answers a
+    plain ``unique`` through a hash table ~100x slower than a sort on millions of distinct keys."""
+    s = np.sort(values)
+    if len(s) == 0:
+        return s
+    keep = np.empty(len(s), dtype=bool)
+    keep[0] = True
+    np.not_equal(s[1:], s[:-1], out=keep[1:])
+    return s[keep]
 
 
 def _splitmix64(state: np.ndarray) -> np.ndarray:

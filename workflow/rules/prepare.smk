@@ -13,7 +13,9 @@ rule prepare:
     conda:
         "../../environment.yml"
     resources:
-        mem_mb=4000,
+        # measured at real scale (benchmarks/README.md): max RSS 0.7 GB (Amazon, 1.0M metadata
+        # records, streamed), 0.5 GB (25M ratings + 28M genome rows)
+        mem_mb=2000,
     params:
         spec=prepare_params,
     script:
@@ -35,7 +37,9 @@ rule split:
     conda:
         "../../environment.yml"
     resources:
-        mem_mb=4000,
+        # measured: max RSS 1.5 GB (Amazon, 6.2M rows); 3.1 GB for 25M MovieLens ratings nearly
+        # all kept by attributed_items_only (as on the real ml-25m)
+        mem_mb=4500,
     params:
         attributed_only=attributed_only,
     script:
