@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 CORES  ?= 2
 
-.PHONY: help venv test test-fast lint demo paper bench clean
+.PHONY: help venv test test-fast test-slurm lint demo paper bench clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/'
@@ -25,6 +25,9 @@ test: $(STAMP)  ## run the whole test suite (library, CLI, downloads, workflow)
 
 test-fast: $(STAMP)  ## the tests without the end-to-end workflow runs
 	$(BIN)/python -m pytest -q -m "not slow"
+
+test-slurm: $(STAMP)  ## run the demo through a throw-away one-node Slurm cluster (root; 4-6 min)
+	bash tests/slurm/run_slurm_test.sh
 
 lint: $(STAMP)  ## ruff on the library, tests and scripts
 	$(BIN)/ruff check src tests scripts benchmarks
