@@ -66,6 +66,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from ._arrays import sorted_unique
 from .candidates import CandidateTable, as_table
 from .hashing import pair_keys, seeded_keys, string_hashes
 from .measures import DEFAULT_MEASURES, Measure, parse_measures
@@ -603,7 +604,7 @@ def _deterministic(
 def _hash_codes(values: np.ndarray, codes: np.ndarray) -> np.ndarray:
     """``H(values[c])`` at every code ``c`` in ``codes`` (others left 0): hash only what is used."""
     out = np.zeros(len(values), dtype=np.uint64)
-    used = np.unique(codes)
+    used = sorted_unique(codes)
     out[used] = string_hashes(values[used])
     return out
 

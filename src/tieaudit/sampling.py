@@ -56,6 +56,7 @@ import pandas as pd
 import pyarrow as pa
 
 from tieaudit.seeds import make_rng, make_seed
+from tieaudit._arrays import sorted_unique
 
 __all__ = [
     "sample_rows",
@@ -168,7 +169,7 @@ def build_candidates(
     ex_row = np.concatenate([h_row, np.arange(n_rows)])
     ex_item = np.concatenate([h_item, p_item])
     inside = ex_item >= 0
-    excluded = _sorted_unique(ex_row[inside].astype(np.int64) * n_cat + ex_item[inside])
+    excluded = sorted_unique(ex_row[inside].astype(np.int64) * n_cat + ex_item[inside])
     n_excluded = np.bincount(excluded // max(n_cat, 1), minlength=n_rows)[:n_rows]
     allowed = n_cat - n_excluded
 
@@ -291,18 +292,6 @@ def _catalog_values(catalog) -> np.ndarray:
         raise ValueError("catalog has missing item ids")
     # distinct values first (hashing), so only those are converted to str and sorted
     return np.unique(pd.unique(values).astype(str)).astype(object)
-
-
-def _sorted_unique(values: np.ndarray) -> np.ndarray:
-    """``numpy.unique`` of a 1-D int array by sorting: the same result, but numpy >= 2.3 answers a
-    plain ``unique`` through a hash table ~100x slower than a sort on millions of distinct keys."""
-    s = np.sort(values)
-    if len(s) == 0:
-        return s
-    keep = np.empty(len(s), dtype=bool)
-    keep[0] = True
-    np.not_equal(s[1:], s[:-1], out=keep[1:])
-    return s[keep]
 
 
 def _splitmix64(state: np.ndarray) -> np.ndarray:

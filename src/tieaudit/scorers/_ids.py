@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from tieaudit._arrays import sorted_unique  # noqa: F401 - re-exported
 
 
 def ids(values) -> np.ndarray:
@@ -28,17 +29,3 @@ def encode(index: pd.Index, values: np.ndarray) -> np.ndarray:
 def object_index(values) -> pd.Index:
     """An object-dtype Index (pandas 3 would infer the arrow ``str`` dtype, slower to probe)."""
     return pd.Index(np.asarray(values, dtype=object), dtype=object)
-
-
-def sorted_unique(values: np.ndarray) -> np.ndarray:
-    """``numpy.unique(values)`` for a 1-D numeric array, by sorting.
-
-    Same result; numpy >= 2.3 answers a plain ``unique`` call through a hash table that is
-    ~100x slower than a sort on millions of distinct int64 (7 s vs 0.05 s for 6.9M keys)."""
-    s = np.sort(np.asarray(values).ravel())
-    if len(s) == 0:
-        return s
-    keep = np.empty(len(s), dtype=bool)
-    keep[0] = True
-    np.not_equal(s[1:], s[:-1], out=keep[1:])
-    return s[keep]
