@@ -47,6 +47,7 @@ reduced = full_catalog_candidates(
     chunk_rows=chunk,
     residual_fit=sampled[["user_id", "item_id"]],
     progress=progress,
+    max_lines=snakemake.params.max_lines,  # noqa: F821
 )
 log.info("%d stored lines for %d rows", len(reduced), len(rows))
 write_table(reduced, snakemake.output[0])  # noqa: F821

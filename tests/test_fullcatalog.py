@@ -190,3 +190,16 @@ def test_errors(data) -> None:
         full_catalog_candidates(pd.concat([rows, rows]), history, catalog, scorer)
     with pytest.raises(ValueError, match="chunk_rows"):
         full_catalog_candidates(rows, history, catalog, scorer, chunk_rows=0)
+
+
+def test_stored_lines_are_bounded(data) -> None:
+    history, rows, catalog, attrs = data
+    scorer = get_scorer("attribute_overlap").fit(history, attrs)
+    full = full_catalog_candidates(rows, history, catalog, scorer, chunk_rows=2)
+    # exactly at the bound is fine; one line less stops with a message that says what to do
+    same = full_catalog_candidates(rows, history, catalog, scorer, chunk_rows=2,
+                                   max_lines=len(full))  # fmt: skip
+    pdt.assert_frame_equal(full, same, check_exact=True)
+    with pytest.raises(ValueError, match=r"full catalogue: .* lines \(limit .*full_rows"):
+        full_catalog_candidates(rows, history, catalog, scorer, chunk_rows=2,
+                                max_lines=len(full) - 1)  # fmt: skip

@@ -87,6 +87,7 @@ __all__ = [
 #: Columns of the output, in order (the candidates format with the per-row counts).
 FULL_COLUMNS = ("row", "user_id", "item_id", "label", "score", "n_higher", "n_lower")
 #: Default pair budget of one chunk (rows x catalogue items scored at once).
+DEFAULT_MAX_LINES = 20_000_000
 DEFAULT_CHUNK_PAIRS = 2_000_000
 _CHECK_PAIRS = 4096  # pairs of the first chunk used to check batch independence
 
@@ -184,6 +185,7 @@ def full_catalog_candidates(
     residual_sample: int = 200_000,
     seed: int = 0,
     progress: Callable[[int, int], None] | None = None,
+    max_lines: int | None = DEFAULT_MAX_LINES,
 ) -> pd.DataFrame:
     """The reduced full-catalog candidates table of ``rows`` (see the module docstring).
 
@@ -194,7 +196,9 @@ def full_catalog_candidates(
     *fitted* scorer. ``chunk_rows`` rows are scored per chunk (default: ``chunk_pairs //
     n_items``, at least 1); results do not depend on it. ``residual_fit``, ``residual_sample``
     and ``seed``: see :func:`pair_scorer`. ``progress(done_rows, total_rows)`` is called after
-    every chunk.
+    every chunk. ``max_lines`` bounds the stored lines (the sum of the relevant items' tie-group
+    sizes): a scorer that ties the held-out item with most of a large catalogue would otherwise
+    store rows x catalogue lines; past the bound a ``ValueError`` says how many rows fitted.
 
     Returns a DataFrame with :data:`FULL_COLUMNS`: ``label`` int64 (1 for the held-out item),
     ``score`` float64, ``n_higher``/``n_lower`` int64 repeated on every line of a row.
@@ -243,6 +247,7 @@ def full_catalog_candidates(
     )
 
     parts: list[dict[str, np.ndarray]] = []
+    stored = 0
     for lo in range(0, n_rows, chunk_rows):
         hi = min(lo + chunk_rows, n_rows)
         c = hi - lo
@@ -258,6 +263,15 @@ def full_catalog_candidates(
             raise ValueError("scorer returned non-finite scores")
         parts.append(_reduce_chunk(s.reshape(c, n_items), pos[lo:hi], h_row, h_item, h_start, lo))
         del s
+        stored += len(parts[-1]["row"])
+        if max_lines is not None and stored > max_lines:
+            raise ValueError(
+                f"full catalogue: the tie groups of the first {hi} of {n_rows} rows already hold "
+                f"{stored:,} lines (limit {max_lines:,}; about {stored // hi:,} a row of "
+                f"{n_items:,} items): this scorer ties the held-out item with much of the "
+                "catalogue. Evaluate fewer rows (evaluation.full_rows or the dataset's full_rows) "
+                "or raise evaluation.full_max_lines if memory allows (~200 bytes a line)."
+            )
         if progress is not None:
             progress(hi, n_rows)
 

@@ -138,8 +138,10 @@ def audit_files(name):
     )
 
 
-def full_rows():
-    return config["evaluation"]["full_rows"]
+def full_rows(wildcards):
+    """Full-catalog rows of a dataset: its own `full_rows` if set, else evaluation.full_rows."""
+    own = dataset_cfg(wildcards.dataset).get("full_rows")
+    return own if own is not None else config["evaluation"]["full_rows"]
 
 
 def paper_outputs():

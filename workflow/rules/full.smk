@@ -27,8 +27,9 @@ rule full_scores:
         mem_mb=6000,
     params:
         spec=scorer_spec,
-        n_rows=full_rows(),
+        n_rows=full_rows,
         chunk_pairs=config["evaluation"]["full_chunk_pairs"],
+        max_lines=config["evaluation"]["full_max_lines"],
     script:
         "../../scripts/full_scores.py"
 
