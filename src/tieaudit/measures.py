@@ -42,6 +42,8 @@ from collections.abc import Iterable
 
 import numpy as np
 
+from ._parsing import parse_unique
+
 __all__ = ["Measure", "parse_measure", "parse_measures", "MEASURE_NAMES", "DEFAULT_MEASURES"]
 
 #: Canonical measure names, as accepted (case-insensitively) by :func:`parse_measure`.
@@ -172,14 +174,7 @@ def parse_measure(text: str | Measure) -> Measure:
 
 def parse_measures(texts: Iterable[str | Measure]) -> list[Measure]:
     """Parse several measures, dropping duplicates while keeping the given order."""
-    out: list[Measure] = []
-    for t in texts:
-        m = parse_measure(t)
-        if m not in out:
-            out.append(m)
-    if not out:
-        raise ValueError("no measures given")
-    return out
+    return parse_unique(texts, parse_measure, "measures")
 
 
 #: HR, nDCG and MRR at 1, 5, 10 and 20 (Recall and P are asked for by name).

@@ -33,6 +33,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from ._parsing import parse_unique
+
 __all__ = ["TieRule", "parse_rule", "parse_rules", "RULE_KINDS", "DEFAULT_RULES"]
 
 #: Kinds that take no seed.
@@ -91,14 +93,7 @@ def parse_rule(text: str | TieRule) -> TieRule:
 
 def parse_rules(texts: Iterable[str | TieRule]) -> list[TieRule]:
     """Parse several rules, dropping duplicates while keeping the given order."""
-    out: list[TieRule] = []
-    for t in texts:
-        r = parse_rule(t)
-        if r not in out:
-            out.append(r)
-    if not out:
-        raise ValueError("no tie rules given")
-    return out
+    return parse_unique(texts, parse_rule, "tie rules")
 
 
 #: Every rule but ``docno_desc`` (added for TREC runs by the CLI), seed 0 for the seeded ones.
