@@ -116,6 +116,8 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
+from tieaudit._arrays import sorted_unique
+
 __all__ = [
     "ATTRIBUTE_FORMS",
     "ATTRIBUTES_SCHEMA",
@@ -890,7 +892,7 @@ def _distinct_sorted(items: Sequence[Any], attrs: Sequence[Any]) -> dict[str, pa
     item_codes, item_dict = _sorted_codes(items)
     attr_codes, attr_dict = _sorted_codes(attrs)
     n_attrs = max(len(attr_dict), 1)
-    key = np.unique(item_codes * n_attrs + attr_codes)
+    key = sorted_unique(item_codes * n_attrs + attr_codes)  # np.unique is slow on numpy 2.4
     return {"item_id": item_dict.take(pa.array(key // n_attrs)),
             "attribute": attr_dict.take(pa.array(key % n_attrs))}
 
