@@ -140,6 +140,18 @@ def _splitmix_stream(seed: int, count: int):
         yield z ^ (z >> 31)
 
 
+def _reference_negatives(seed: int, user: str, banned: set, n_neg: int, budget: int) -> list[str]:
+    """The documented draw: the first n_neg distinct allowed catalogue items of the user's stream."""
+    expected: list[str] = []
+    for x in _splitmix_stream(make_seed(seed, "negatives", user), budget):
+        item = CATALOG[int((x >> 11) / 2.0**53 * N_ITEMS)]
+        if item not in banned and item not in expected:
+            expected.append(item)
+            if len(expected) == n_neg:
+                break
+    return expected
+
+
 def test_sparse_rows_follow_the_documented_stream(data):
     history, heldout = data
     n_neg = 40
@@ -149,13 +161,7 @@ def test_sparse_rows_follow_the_documented_stream(data):
         if user == "user7":
             continue  # the dense user is drawn by permutation
         banned = seen.get(user, set()) | {positive}
-        expected: list[str] = []
-        for x in _splitmix_stream(make_seed(21, "negatives", user), 10_000):
-            item = CATALOG[int((x >> 11) / 2.0**53 * N_ITEMS)]
-            if item not in banned and item not in expected:
-                expected.append(item)
-            if len(expected) == n_neg:
-                break
+        expected = _reference_negatives(21, user, banned, n_neg, 10_000)
         got = c["u" + user]
         assert got.loc[got["label"] == 0, "item_id"].tolist() == expected
 
@@ -286,13 +292,7 @@ def test_many_rounds_give_the_same_stream_result(monkeypatch):
     assert len(calls) > 1  # several rounds happened
     for user in users:
         banned = seen[user] | {positives[user]}
-        expected: list[str] = []
-        for x in _splitmix_stream(make_seed(13, "negatives", user), 100_000):
-            item = CATALOG[int((x >> 11) / 2.0**53 * N_ITEMS)]
-            if item not in banned and item not in expected:
-                expected.append(item)
-                if len(expected) == n_neg:
-                    break
+        expected = _reference_negatives(13, user, banned, n_neg, 100_000)
         got = c["u" + user]
         assert got.loc[got["label"] == 0, "item_id"].tolist() == expected
         alone = build_candidates(heldout[heldout["user_id"] == user], history, CATALOG, n_neg, 13)
