@@ -400,6 +400,7 @@ def test_diagnostics_by_hand(make):
     want = {
         ("rows", ""): 3,
         ("candidates", ""): 11,
+        ("stored_lines", ""): 11,
         ("mean_candidates_per_row", ""): 11 / 3,
         ("share_positive_tied", ""): 2 / 3,
         ("mean_tie_size_at_positive", ""): 7 / 3,

@@ -465,3 +465,12 @@ def test_testing_module_imports_without_hypothesis() -> None:
     )
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert res.stdout.startswith("ImportError") and "hypothesis" in res.stdout
+
+
+@pytest.mark.parametrize("column", ["score", "label", "n_higher"])
+def test_from_frame_mixed_objects_in_a_numeric_column_name_the_record(column: str) -> None:
+    frame = pd.DataFrame({"row": ["a", "a", "b"], "user_id": "u", "item_id": ["x", "y", "x"],
+                          "label": [1, 0, 1], "score": [0.5, 0.1, 0.2], "n_higher": 0})  # fmt: skip
+    frame[column] = pd.Series([frame[column].iloc[0], frame[column].iloc[1], "x"], dtype=object)
+    with pytest.raises(CandidateError, match=rf"<frame>: record 2: {column} 'x' is not a number"):
+        CandidateTable.from_frame(frame)

@@ -740,7 +740,8 @@ def test_full_catalog_file_with_counts(tmp_path) -> None:
     assert b.mean("expected", "HR@42") == pytest.approx(2 / 4)  # places 41..44, k = 42
     d = {(x, y): v for x, y, v in diagnostics(b).itertuples(index=False)}
     assert d[("mean_candidates_per_row", "")] == 1000
-    assert d[("candidates", "")] == 4  # stored lines
+    assert d[("candidates", "")] == 1000  # stored or counted
+    assert d[("stored_lines", "")] == 4
 
 
 @pytest.mark.parametrize(

@@ -72,7 +72,16 @@ def permute_within_rows(table: CandidateTable, how: str, seed: int = 0) -> Candi
 
     ``how`` is ``positive_last`` (the relevant item moved to the end, the others keep their order),
     ``reversed``, or ``shuffle:P`` (a uniform shuffle from ``make_rng(seed, "audit-shuffle", P)``).
+
+    A summary table (:mod:`tieaudit.candidates`) stores one line per row; the permutation acts on
+    its conceptual rows through the one stored position it records, the relevant item's place
+    ``p`` among its ``t`` tie-group members (``before:input_order``): ``positive_last`` makes it
+    ``t - 1``, ``reversed`` ``t - 1 - p``, ``shuffle:P`` a uniform place on ``0 .. t - 1`` (from
+    the same generator). Every other count of a summary table is a function of ids and scores,
+    which no permutation changes.
     """
+    if table.is_summary:
+        return _permute_summary(table, how, seed)
     idx = np.arange(table.n_candidates)
     if how == "positive_last":
         order = np.lexsort((idx, table.label, table.row))
@@ -85,6 +94,22 @@ def permute_within_rows(table: CandidateTable, how: str, seed: int = 0) -> Candi
     else:
         raise ValueError(f"unknown permutation {how!r}")
     return table.take(order, source=f"{table.source} [{how}]")
+
+
+def _permute_summary(table: CandidateTable, how: str, seed: int) -> CandidateTable:
+    if "input_order" not in table.before:
+        return table  # no stored position recorded: nothing a permutation could move
+    tied = table.n_tied
+    if how == "positive_last":
+        place = tied
+    elif how == "reversed":
+        place = tied - table.before["input_order"]
+    elif how.startswith("shuffle:"):
+        p = int(how.split(":", 1)[1])
+        place = make_rng(seed, "audit-shuffle", p).integers(0, tied + 1)
+    else:
+        raise ValueError(f"unknown permutation {how!r}")
+    return table.with_before("input_order", place, source=f"{table.source} [{how}]")
 
 
 def invariance(
@@ -131,8 +156,14 @@ def invariance(
     return pd.DataFrame(rows, columns=list(INVARIANCE_COLUMNS))
 
 
-def _modal_share(table: CandidateTable) -> float:
-    """Share of candidates whose score is their row's most common score."""
+def _modal_share(table: CandidateTable, length: np.ndarray) -> float:
+    """Share of candidates whose score is their row's most common score (``length``: each row's
+    candidates, unstored ones included). Stored lines only, except on a summary table with
+    ``n_modal``; NaN on a summary table without it."""
+    if table.is_summary:
+        if table.n_modal is None:
+            return float("nan")
+        return float(table.n_modal.sum() / length.sum())
     order = np.lexsort((table.score, table.row))
     r, s = table.row[order], table.score[order]
     new = np.r_[True, (r[1:] != r[:-1]) | (s[1:] != s[:-1])]
@@ -151,27 +182,38 @@ def diagnostics(ev: Evaluation) -> pd.DataFrame:
     best = ts.first[has]  # each row's best relevant item (rows with one stored)
     pos, g, t = ts.pos[best], ts.g[best], ts.t[best]
     tied = t > 1
-    line = np.arange(table.n_candidates)
-    first = np.full(w, table.n_candidates, dtype=np.int64)
-    np.minimum.at(first, table.row, line)
-    last = np.full(w, -1, dtype=np.int64)
-    np.maximum.at(last, table.row, line)
 
     def mean(x: np.ndarray) -> float:
         return float(x.mean()) if len(x) else 0.0
 
+    if table.is_summary:  # first / last among the relevant item's tie group, in tied rows
+        place = table.before.get("input_order")
+        nan = float("nan")
+        in_tie = table.n_tied > 0
+        known = place is not None and bool(in_tie.any())
+        stored_first = mean(place[in_tie] == 0) if known else nan
+        stored_last = mean(place[in_tie] == table.n_tied[in_tie]) if known else nan
+    else:
+        line = np.arange(table.n_candidates)
+        first = np.full(w, table.n_candidates, dtype=np.int64)
+        np.minimum.at(first, table.row, line)
+        last = np.full(w, -1, dtype=np.int64)
+        np.maximum.at(last, table.row, line)
+        stored_first, stored_last = mean(pos == first[has]), mean(pos == last[has])
+
     out: list[tuple[str, str, float]] = [
         ("rows", "", w),
-        ("candidates", "", table.n_candidates),
+        ("candidates", "", int(ts.length.sum())),
+        ("stored_lines", "", table.n_candidates),
         ("mean_candidates_per_row", "", float(ts.length.mean())),
         ("share_positive_tied", "", mean(tied)),
         ("mean_tie_size_at_positive", "", mean(t)),
         ("median_tie_size_at_positive", "", float(np.median(t)) if len(t) else 0.0),
         ("max_tie_size_at_positive", "", int(t.max()) if len(t) else 0),
         ("mean_tie_size_at_positive_when_tied", "", mean(t[tied])),
-        ("share_candidates_at_modal_score", "", _modal_share(table)),
-        ("share_positive_stored_first", "", mean(pos == first[has])),
-        ("share_positive_stored_last", "", mean(pos == last[has])),
+        ("share_candidates_at_modal_score", "", _modal_share(table, ts.length)),
+        ("share_positive_stored_first", "", stored_first),
+        ("share_positive_stored_last", "", stored_last),
         ("share_positive_strictly_first", "", mean((g == 0) & ~tied)),
     ]
     if not table.one_relevant:
@@ -241,7 +283,7 @@ def checklist(
     tied = _value(diag, "share_positive_tied")
     lines = [f"# Tie-handling report: {title or ev.table.source}", ""]
     lines += [
-        f"{w:,} evaluation rows, {ev.table.n_candidates:,} candidates "
+        f"{w:,} evaluation rows, {int(_value(diag, 'candidates')):,} candidates "
         f"({_value(diag, 'mean_candidates_per_row'):.1f} a row). "
         "Scores and candidates held fixed; only the tie rule changes.",
         "",
@@ -274,11 +316,26 @@ def checklist(
 
     item(True, f"**Tie rule used for the reported numbers:** `{reported_rule}`. "
                f"Rules evaluated here: {', '.join(f'`{r}`' for r in rules)}.")  # fmt: skip
-    item(
-        True,
-        f"**Where the relevant item is stored:** first in {_pct(first)} of rows, last in "
-        f"{_pct(last)}, elsewhere in {_pct(max(0.0, 1 - first - last))}.",
-    )
+    summary_table = ev.table.is_summary
+    if summary_table and tied == 0:
+        item(True, "**Where the relevant item is stored:** no relevant item is tied, so its "
+                   "stored place decides nothing.")  # fmt: skip
+    elif np.isnan(first):
+        item(False, "**Where the relevant item is stored:** not recorded (a summary table "
+                    "without before:input_order).")  # fmt: skip
+    elif summary_table:
+        item(
+            True,
+            "**Where the relevant item is stored among its tie group** (a summary table: the "
+            f"full rows are never stored): first in {_pct(first)} of tied rows, last in "
+            f"{_pct(last)}, elsewhere in {_pct(max(0.0, 1 - first - last))}.",
+        )
+    else:
+        item(
+            True,
+            f"**Where the relevant item is stored:** first in {_pct(first)} of rows, "
+            f"last in {_pct(last)}, elsewhere in {_pct(max(0.0, 1 - first - last))}.",
+        )
     if not ev.table.one_relevant:
         missing = int(_value(diag, "rows_without_stored_relevant"))
         item(
@@ -311,9 +368,12 @@ def checklist(
         f"**Share tied:** the relevant item is tied with at least one other candidate in "
         f"{_pct(tied)} of rows (mean tie-group size at the relevant item "
         f"{_value(diag, 'mean_tie_size_at_positive'):.2f}, max "
-        f"{int(_value(diag, 'max_tie_size_at_positive'))}); "
-        f"{_pct(_value(diag, 'share_candidates_at_modal_score'))} of candidates sit at their "
-        "row's most common score.",
+        f"{int(_value(diag, 'max_tie_size_at_positive'))})"
+        + (
+            f"; {_pct(modal)} of candidates sit at their row's most common score."
+            if not np.isnan(modal := _value(diag, "share_candidates_at_modal_score"))
+            else "."
+        ),
     )
     for m in heads:
         straddle = _value(diag, "share_tie_group_straddles_k", f"k={m.k}")

@@ -29,6 +29,28 @@ written on every line of the row):
 
 A row needs at least one relevant item: a relevant line, or ``n_relevant >= 1``.
 
+Summary tables
+--------------
+When a row's tie group is too large to store (full-catalog evaluation: a count or overlap score
+can tie the held-out item with most of a 200,000-item catalogue), a table can instead hold one
+line per row — its relevant item — and say in counts what every rule needs. The column
+``n_tied`` marks such a *summary table*:
+
+* ``n_tied`` — candidates that score exactly the relevant item's score (none of them stored), so
+  the tie group has ``t = 1 + n_tied`` members; with ``n_higher`` (``g``) and ``n_lower`` it gives
+  the row's length ``1 + n_higher + n_tied + n_lower``. ``optimistic``, ``pessimistic`` and
+  ``expected`` need nothing more.
+* ``before:RULE`` — for an ordered rule (``input_order``, ``item_id``, ``docno_desc``,
+  ``hash:SEED``), the number of tie-group members the rule puts before the relevant item, a whole
+  number from 0 to ``n_tied``; the rule ranks it ``n_higher + 1 + before``. ``hash_mean`` over
+  ``N`` seeds needs ``before:hash:0`` .. ``before:hash:N-1``. ``before:input_order`` is the
+  relevant item's place among its tie group in the (conceptual) stored order; ``random:SEED`` is
+  computed from it (:mod:`tieaudit.evaluate`), and the audit's permutations act on it.
+* ``n_modal`` (optional, diagnostics only) — the size of the row's largest group of equal scores.
+
+A summary table has exactly one line per row, labelled 1, and no ``n_relevant`` other than 1.
+:func:`tieaudit.fullcatalog.full_catalog_candidates` writes them.
+
 The *stored order* is the order of the lines in the file: it is what ``input_order`` keeps among
 equal scores. Rows may have different lengths and need not be contiguous. CSV (``.csv``,
 ``.csv.gz``) and Parquet (``.parquet``, ``.pq``) are chosen by extension.
@@ -38,8 +60,9 @@ from __future__ import annotations
 
 import gzip
 import os
+from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
@@ -50,11 +73,18 @@ import pyarrow.compute as pc
 
 __all__ = [
     "CandidateTable", "CandidateError", "read_candidates", "REQUIRED_COLUMNS", "COUNT_COLUMNS",
+    "SUMMARY_COLUMNS", "BEFORE_PREFIX", "BEFORE_RULES",
 ]  # fmt: skip
 
 REQUIRED_COLUMNS = ("row", "user_id", "item_id", "label", "score")
 #: Optional per-row counts (see the module docstring).
 COUNT_COLUMNS = ("n_relevant", "n_higher", "n_lower")
+#: Per-row counts of a summary table (see the module docstring).
+SUMMARY_COLUMNS = ("n_tied", "n_modal")
+#: Prefix of a summary table's per-rule columns, ``before:RULE``.
+BEFORE_PREFIX = "before:"
+#: Rule kinds a ``before:RULE`` column may describe.
+BEFORE_RULES = ("input_order", "item_id", "docno_desc", "hash")
 _ID_COLUMNS = ("row", "user_id", "item_id")
 _SHOW = 5  # offending lines named in an error message
 
@@ -140,7 +170,8 @@ class CandidateTable:
     ``row``, ``user`` and ``item`` are codes into ``row_ids``, ``user_ids`` and ``item_ids``. Row
     codes follow first appearance in the file; item codes follow the item ids' code-point order, so
     comparing item codes compares item ids. ``n_relevant``, ``n_higher`` and ``n_lower`` are the
-    optional per-row counts (int64 arrays indexed by row code, or ``None``). Build one with
+    optional per-row counts (int64 arrays indexed by row code, or ``None``); ``n_tied``,
+    ``n_modal`` and ``before`` (rule name -> per-row count) those of a summary table. Build one with
     :func:`read_candidates`, :meth:`from_frame` or :meth:`from_arrow`; all of them validate.
     """
 
@@ -156,6 +187,14 @@ class CandidateTable:
     n_relevant: np.ndarray | None = None
     n_higher: np.ndarray | None = None
     n_lower: np.ndarray | None = None
+    n_tied: np.ndarray | None = None
+    n_modal: np.ndarray | None = None
+    before: dict[str, np.ndarray] = field(default_factory=dict)
+
+    @property
+    def is_summary(self) -> bool:
+        """Whether this is a summary table (one line per row, tie groups as counts)."""
+        return self.n_tied is not None
 
     @property
     def n_rows(self) -> int:
@@ -195,9 +234,27 @@ class CandidateTable:
         return self.user[first]
 
     def counts(self) -> dict[str, np.ndarray]:
-        """The optional per-row count columns that are present, by name."""
-        out = {c: getattr(self, c) for c in COUNT_COLUMNS}
+        """The optional per-row count columns that are present, by name (``before:RULE`` too)."""
+        out = {c: getattr(self, c) for c in COUNT_COLUMNS + SUMMARY_COLUMNS}
+        out.update({BEFORE_PREFIX + r: v for r, v in self.before.items()})
         return {c: v for c, v in out.items() if v is not None}
+
+    def _count_fields(self) -> dict[str, object]:
+        """The optional per-row counts as constructor arguments."""
+        out: dict[str, object] = {c: getattr(self, c) for c in COUNT_COLUMNS + SUMMARY_COLUMNS}
+        out["before"] = dict(self.before)
+        return out
+
+    def with_before(self, rule: str, values: np.ndarray, source: str | None = None):
+        """The same summary table with ``before:rule`` replaced (the audit's permutations)."""
+        if not self.is_summary:
+            raise ValueError("only a summary table has before:RULE counts")
+        fields = self._count_fields()
+        fields["before"] = {**self.before, rule: np.asarray(values, dtype=np.int64)}
+        return CandidateTable(
+            self.row, self.user, self.item, self.label, self.score, self.row_ids, self.user_ids,
+            self.item_ids, source if source is not None else self.source, **fields,
+        )  # fmt: skip
 
     @cached_property
     def row_starts(self) -> np.ndarray | None:
@@ -220,7 +277,7 @@ class CandidateTable:
         return CandidateTable(
             self.row[order], self.user[order], self.item[order], self.label[order],
             self.score[order], self.row_ids, self.user_ids, self.item_ids,
-            source if source is not None else self.source, **self.counts(),
+            source if source is not None else self.source, **self._count_fields(),
         )  # fmt: skip
 
     def to_frame(self) -> pd.DataFrame:
@@ -249,8 +306,10 @@ class CandidateTable:
                 f"{source}: missing column(s) {', '.join(missing)}; "
                 f"a candidates table needs {', '.join(REQUIRED_COLUMNS)}"
             )
+        _check_unique_columns([str(c) for c in frame.columns], source)
         data = {}
-        for c in REQUIRED_COLUMNS + tuple(c for c in COUNT_COLUMNS if c in frame.columns):
+        optional = tuple(str(c) for c in frame.columns if _is_count_column(str(c)))
+        for c in REQUIRED_COLUMNS + optional:
             col = frame[c]
             if c in _ID_COLUMNS:
                 try:
@@ -258,7 +317,11 @@ class CandidateTable:
                 except (pa.ArrowInvalid, pa.ArrowTypeError):  # mixed Python objects
                     arr = pa.array([None if pd.isna(v) else str(v) for v in col], pa.string())
             else:
-                arr = pa.array(col.to_numpy(), from_pandas=True)
+                try:
+                    arr = pa.array(col.to_numpy(), from_pandas=True)
+                except (pa.ArrowInvalid, pa.ArrowTypeError):  # mixed objects: as text, so the
+                    # numeric check names the record that is no number
+                    arr = pa.array([None if pd.isna(v) else str(v) for v in col], pa.string())
             data[c] = arr
         return cls.from_arrow(pa.table(data), source=source, csv_lines=False)
 
@@ -274,6 +337,7 @@ class CandidateTable:
                 f"{source}: missing column(s) {', '.join(missing)}; "
                 f"a candidates table needs {', '.join(REQUIRED_COLUMNS)}"
             )
+        _check_unique_columns(table.column_names, source)
         if table.num_rows == 0:
             raise CandidateError(f"{source}: no candidates (the table is empty)")
 
@@ -308,14 +372,21 @@ class CandidateTable:
         np.minimum.at(first_line, row, np.arange(len(row)))
 
         counts: dict[str, np.ndarray] = {}
-        for c in COUNT_COLUMNS:
-            if c not in table.column_names:
+        before: dict[str, np.ndarray] = {}
+        for c in table.column_names:
+            if not _is_count_column(c):
                 continue
             v = _numeric(table.column(c), c, source, csv_lines)
             bad(np.isnan(v), f"missing {c}")
             bad((v < 0) | (v != np.floor(v)) | ~np.isfinite(v), f"{c} must be a whole number >= 0")
             bad(v != v[first_line][row], f"{c} differs from the row's first line")
-            counts[c] = v[first_line].astype(np.int64)
+            if c.startswith(BEFORE_PREFIX):
+                name = _before_rule(c, source)
+                if name in before:
+                    raise CandidateError(f"{source}: two columns name before:{name}")
+                before[name] = v[first_line].astype(np.int64)
+            else:
+                counts[c] = v[first_line].astype(np.int64)
 
         def bad_rows(rows: np.ndarray, what: str, need: str) -> None:
             if len(rows):
@@ -354,7 +425,68 @@ class CandidateTable:
                 "n_relevant counts every relevant item of the row, stored or not",
             )
 
-        return cls(row, user, item, is_pos, score, row_ids, user_ids, item_ids, source, **counts)
+        if "n_tied" in counts:
+            _check_summary(row, is_pos, row_ids, counts, before, bad_rows)
+        elif before or "n_modal" in counts:
+            extra = sorted([BEFORE_PREFIX + r for r in before] + [c for c in counts if c == "n_modal"])
+            raise CandidateError(
+                f"{source}: column(s) {', '.join(extra)} belong to a summary table, which needs "
+                "an n_tied column (see tieaudit.candidates)"
+            )
+        return cls(row, user, item, is_pos, score, row_ids, user_ids, item_ids, source,
+                   **counts, before=before)  # fmt: skip
+
+
+def _check_unique_columns(names: list[str], source: str) -> None:
+    """A column name given twice (e.g. a repeated CSV header field) is an error."""
+    twice = sorted(c for c, n in Counter(names).items() if n > 1)
+    if twice:
+        raise CandidateError(f"{source}: column(s) {', '.join(twice)} given more than once")
+
+
+def _is_count_column(name: str) -> bool:
+    return name in COUNT_COLUMNS or name in SUMMARY_COLUMNS or name.startswith(BEFORE_PREFIX)
+
+
+def _before_rule(column: str, source: str) -> str:
+    """The normalised rule name of a ``before:RULE`` column."""
+    from .rules import parse_rule
+
+    text = column[len(BEFORE_PREFIX) :]
+    try:
+        rule = parse_rule(text)
+    except ValueError as exc:
+        raise CandidateError(f"{source}: column {column!r}: {exc}") from None
+    if rule.kind not in BEFORE_RULES:
+        raise CandidateError(
+            f"{source}: column {column!r}: a before: column describes one of "
+            f"{', '.join(BEFORE_RULES[:-1])} or hash:SEED, not {rule}"
+        )
+    return str(rule)
+
+
+def _check_summary(row, is_pos, row_ids, counts, before, bad_rows) -> None:
+    """A summary table: one relevant line per row; the counts consistent with ``n_tied``."""
+    n_lines = np.bincount(row, minlength=len(row_ids))
+    need = "a summary table (with n_tied) stores one line per row: its relevant item"
+    bad_rows(np.flatnonzero(n_lines > 1), "several lines", need)
+    bad_rows(np.unique(row[~is_pos]), "a line with label 0", need)
+    if "n_relevant" in counts:
+        bad_rows(np.flatnonzero(counts["n_relevant"] != 1), "n_relevant other than 1", need)
+    tied = counts["n_tied"]
+    for name, v in before.items():
+        bad_rows(
+            np.flatnonzero(v > tied),
+            f"before:{name} above n_tied",
+            "before:RULE counts members of the relevant item's tie group (at most n_tied)",
+        )
+    if "n_modal" in counts:
+        length = 1 + tied + counts.get("n_higher", 0) + counts.get("n_lower", 0)
+        bad_rows(
+            np.flatnonzero((counts["n_modal"] < 1 + tied) | (counts["n_modal"] > length)),
+            "n_modal outside 1 + n_tied .. the row's length",
+            "n_modal is the size of the row's largest group of equal scores",
+        )
 
 
 def _numeric(
@@ -389,8 +521,8 @@ def _csv_table(path: Path) -> pa.Table:
     types = {c: pa.string() for c in head if c in _ID_COLUMNS}
     # label, score and the counts stay text when they are not clean numbers, so errors can name
     # the line.
-    for c in ("label", "score", *COUNT_COLUMNS):
-        if c in head:
+    for c in head:
+        if c in ("label", "score") or _is_count_column(c):
             types[c] = pa.string()
     return pacsv.read_csv(
         path,

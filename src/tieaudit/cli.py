@@ -34,6 +34,11 @@ order that `input_order` keeps among equal scores. Optional per-row counts, repe
 of a row: {", ".join(COUNT_COLUMNS)} (the row's total number of relevant items, stored or not;
 candidates left unstored that score strictly above / below every relevant item of the row).
 
+A summary table (full-catalog evaluation, `tieaudit.fullcatalog`) has one line per row, its
+relevant item, with n_tied (candidates tied with it, none stored) and before:RULE columns (the
+tied candidates RULE puts first, e.g. before:input_order, before:item_id, before:hash:0); rules
+without their before: column cannot be evaluated on it (see `tieaudit.candidates`).
+
 Instead of FILE, --run RUN --qrels QRELS reads a TREC run (`qid Q0 docno rank score tag`, its
 line order is the stored order) and qrels (`qid 0 docno rel`, rel > 0 relevant); queries without
 a relevant document in the qrels are skipped and counted on standard error. trec_eval breaks

@@ -80,6 +80,7 @@ __all__ = [
     "evaluate",
     "expected_moments",
     "hash_seed_ranks",
+    "summary_random_before",
     "SUMMARY_COLUMNS",
     "DEFAULT_SEEDS",
 ]
@@ -172,11 +173,81 @@ def tie_structure(table: CandidateTable, members: bool = True) -> TieStructure:
     """Compute the tie groups of every row's relevant items (see :class:`TieStructure`).
 
     ``members=False`` may skip listing the other members of each tie group when only ``g`` and
-    ``t`` are needed (``expected``, ``optimistic``, ``pessimistic``).
+    ``t`` are needed (``expected``, ``optimistic``, ``pessimistic``). A summary table
+    (:mod:`tieaudit.candidates`) stores no members: its structure comes from its counts.
     """
+    if table.is_summary:
+        return _summary_structure(table)
     if table.n_candidates and np.all(table.n_positive == 1):
         return _one_per_row_structure(table, members)
     return _general_structure(table, members)
+
+
+def _summary_structure(table: CandidateTable) -> TieStructure:
+    """A summary table: one relevant line per row, ``g = n_higher``, ``t = 1 + n_tied``."""
+    w = table.n_rows
+    zeros = np.zeros(w, np.int64)
+    higher = table.n_higher if table.n_higher is not None else zeros
+    lower = table.n_lower if table.n_lower is not None else zeros
+    pos = np.empty(w, dtype=np.int64)
+    pos[table.row] = np.arange(table.n_candidates)
+    rows = np.arange(w, dtype=np.int64)
+    t = 1 + table.n_tied
+    empty = np.empty(0, np.int64)
+    return TieStructure(
+        pos, rows, higher.copy(), t, np.ones(w, np.int64), zeros, t + higher + lower,
+        np.ones(w, np.int64), rows, empty, empty, empty, empty, True, False,
+    )  # fmt: skip
+
+
+def _summary_before(table: CandidateTable, rule: TieRule) -> np.ndarray:
+    """The ``before:RULE`` counts of a summary table, or a clear error naming the column."""
+    name = str(rule)
+    if name not in table.before:
+        raise ValueError(
+            f"{table.source}: rule {name} needs column before:{name} (a summary table stores "
+            "no tie members; its ordered rules come from before:RULE counts)"
+        )
+    return table.before[name]
+
+
+def summary_random_before(table: CandidateTable, seed: int) -> np.ndarray:
+    """``random:SEED`` on a summary table: members placed before the relevant item, per row.
+
+    The rule shuffles stored positions and then sorts stably. On a summary table the stored order
+    of a row's tie group is known only through the relevant item's place ``p`` in it
+    (``before:input_order``), so the shuffle is drawn per row: place ``j`` of the group
+    (``0 .. t-1``) gets the key ``mix(mix(H(row) ^ mix(j + G)) ^ salt(SEED))`` (the
+    :mod:`tieaudit.hashing` key with the row id for the user and the place for the item), and
+    the relevant item is preceded by the places with smaller keys. Like the rule on a stored
+    table, the outcome depends on the stored place ``p`` (the audit moves it); over seeds it is
+    uniform on ``0 .. t-1``. It differs from ``random:SEED`` on the full stored table, whose
+    shuffle permutes the positions of every line of the table.
+    """
+    p = _summary_before(table, TieRule("input_order"))
+    t = 1 + table.n_tied
+    w = table.n_rows
+    out = np.zeros(w, dtype=np.int64)
+    rows = np.flatnonzero(t > 1)
+    if len(rows) == 0:
+        return out
+    rh = _hash_codes(table.row_ids, rows)
+    ends = np.cumsum(t[rows])
+    block = 1 << 22
+    lo = 0
+    while lo < len(rows):
+        hi = max(lo + 1, int(np.searchsorted(ends, (ends[lo - 1] if lo else 0) + block)))
+        sel = rows[lo:hi]
+        size = t[sel]
+        start = np.cumsum(size) - size
+        place = np.arange(int(size.sum()), dtype=np.int64) - np.repeat(start, size)
+        owner = np.repeat(np.arange(len(sel)), size)
+        keys = seeded_keys(pair_keys(rh[sel][owner], place.astype(np.uint64)), seed)
+        mine = keys[start + p[sel]]
+        before = (keys < mine[owner]) | ((keys == mine[owner]) & (place < p[sel][owner]))
+        out[sel] = np.add.reduceat(before, start, dtype=np.int64)
+        lo = hi
+    return out
 
 
 def _one_per_row_structure(table: CandidateTable, members: bool = True) -> TieStructure:
@@ -585,6 +656,13 @@ def _deterministic(
         return ts.g + 1 + ts.rank_in_group
     if kind == "pessimistic":
         return ts.g + ts.t - ts.r + 1 + ts.rank_in_group
+    if table.is_summary and kind in ("input_order", "item_id", "docno_desc", "hash", "random"):
+        before = (
+            summary_random_before(table, rule.seed)
+            if kind == "random"
+            else _summary_before(table, rule)
+        )
+        return ts.g + 1 + before[ts.rel_row]
     if kind == "input_order":
         return _rank_by_key(ts, np.arange(table.n_candidates))
     if kind == "item_id":
@@ -626,6 +704,10 @@ def _hash_ranks(
     pairs: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> np.ndarray:
     """Ranks of the relevant items under ``hash:s`` for each seed, shape (len(seeds), I)."""
+    if table.is_summary:
+        if not seeds:
+            return np.empty((0, ts.n_items), dtype=np.int64)
+        return ts.g + 1 + np.stack([_summary_before(table, TieRule("hash", s)) for s in seeds])
     if not ts.has_members:
         raise ValueError("this tie structure was computed without tie members")
     out = np.empty((len(seeds), ts.n_items), dtype=np.int64)
@@ -722,7 +804,7 @@ def evaluate(
 
     pairs = None
     kinds = {r.kind for r in rs}
-    if "hash" in kinds or ("hash_mean" in kinds and seed_ranks is None):
+    if not table.is_summary and ("hash" in kinds or ("hash_mean" in kinds and seed_ranks is None)):
         pairs = _hash_pairs(hash_ts, table)  # string hashing once, shared by the hash rules
 
     results: dict[str, RuleResult] = {}

@@ -62,6 +62,14 @@ def _ids(alphabet: str, max_size: int) -> st.SearchStrategy[str]:
     return st.text(alphabet=alphabet, min_size=1, max_size=max_size)
 
 
+def _rows_and_users(draw, min_rows: int, max_rows: int, alphabet: str, id_size: int):
+    """Distinct row ids (``min_rows .. max_rows`` of them) and one to three user ids."""
+    n_rows = draw(st.integers(min_rows, max_rows))
+    row_ids = draw(st.lists(_ids(alphabet, id_size), min_size=n_rows, max_size=n_rows, unique=True))
+    users = draw(st.lists(_ids(alphabet, id_size), min_size=1, max_size=3))
+    return row_ids, users
+
+
 def candidate_frames(
     *,
     min_rows: int = 1,
@@ -95,11 +103,7 @@ def candidate_frames(
 
     @st.composite
     def frames(draw: st.DrawFn) -> pd.DataFrame:
-        n_rows = draw(st.integers(min_rows, max_rows))
-        row_ids = draw(
-            st.lists(_ids(alphabet, id_size), min_size=n_rows, max_size=n_rows, unique=True)
-        )
-        users = draw(st.lists(_ids(alphabet, id_size), min_size=1, max_size=3))
+        row_ids, users = _rows_and_users(draw, min_rows, max_rows, alphabet, id_size)
         lines: list[tuple[str, str, str, int, float]] = []
         for rid in row_ids:
             length = draw(st.integers(min_len, max_len))
@@ -179,3 +183,68 @@ def permute_lines(frame: pd.DataFrame, rng: np.random.Generator | int) -> pd.Dat
     """The same candidates stored in a uniformly random order (within and across rows)."""
     gen = _generator(rng)
     return frame.iloc[gen.permutation(len(frame))].reset_index(drop=True)
+
+
+def summary_frames(
+    *,
+    min_rows: int = 1,
+    max_rows: int = 8,
+    max_count: int = 6,
+    score_levels: int = 3,
+    key_rules: Sequence[str] = ("input_order", "item_id", "docno_desc"),
+    seeds: Sequence[int] = (0,),
+    modal: bool = True,
+    alphabet: str = ID_ALPHABET,
+    id_size: int = 3,
+) -> st.SearchStrategy[pd.DataFrame]:
+    """Valid summary tables (:mod:`tieaudit.candidates`): one line per row, its relevant item.
+
+    Each row draws ``n_higher``, ``n_tied`` and ``n_lower`` from ``0 .. max_count``, a score from
+    ``0.0 .. score_levels - 1``, ``before:RULE`` for each of ``key_rules`` and ``before:hash:S``
+    for each of ``seeds`` from ``0 .. n_tied`` (``before:docno_desc`` is ``n_tied -
+    before:item_id`` when both are asked for, as on a table with distinct item ids) and, with
+    ``modal``, an ``n_modal`` that some stored table could have: ``1 + n_tied``, or a group among
+    the higher or lower candidates when one is larger. Row ids are unique, user and item ids
+    repeat across rows. ``label`` and the counts are int64, ``score`` float64.
+    """
+    _require()
+    if not 1 <= min_rows <= max_rows:
+        raise ValueError("need 1 <= min_rows <= max_rows")
+    if max_count < 0 or score_levels < 1:
+        raise ValueError("need max_count >= 0 and score_levels >= 1")
+    rules = list(key_rules) + [f"hash:{int(s)}" for s in seeds]
+
+    @st.composite
+    def frames(draw: st.DrawFn) -> pd.DataFrame:
+        row_ids, users = _rows_and_users(draw, min_rows, max_rows, alphabet, id_size)
+        items = draw(st.lists(_ids(alphabet, id_size), min_size=1, max_size=4))
+        counts = st.integers(0, max_count)
+        records = []
+        for rid in row_ids:
+            higher, tied, lower = draw(counts), draw(counts), draw(counts)
+            rec: dict[str, object] = {
+                "row": rid,
+                "user_id": draw(st.sampled_from(users)),
+                "item_id": draw(st.sampled_from(items)),
+                "label": 1,
+                "score": float(draw(st.integers(0, score_levels - 1))),
+                "n_higher": higher,
+                "n_tied": tied,
+                "n_lower": lower,
+            }
+            if modal:
+                rec["n_modal"] = draw(st.integers(1 + tied, max(1 + tied, higher, lower)))
+            for rule in rules:
+                if rule != "docno_desc" or "item_id" not in rules:
+                    rec[f"before:{rule}"] = draw(st.integers(0, tied))
+            if "docno_desc" in rules and "item_id" in rules:
+                rec["before:docno_desc"] = tied - int(rec["before:item_id"])
+            records.append(rec)
+        frame = pd.DataFrame.from_records(records)
+        for c in frame.columns:
+            if c not in ("row", "user_id", "item_id", "score"):
+                frame[c] = frame[c].astype(np.int64)
+        frame["score"] = frame["score"].astype(np.float64)
+        return frame
+
+    return frames()
