@@ -25,6 +25,25 @@ sample of the users (the paper: 30,000 of Amazon's 729,576), so this builds a fe
 keys and avoids a ``numpy.unique`` over every (history row, attribute) pair (36M on Amazon Beauty,
 ~3 GB at peak).
 
+``score_matrix(users, items)`` scores every (user, item) pair of a block (full-catalog
+evaluation) without forming the pairs: an inverted index attribute -> positions in ``items``
+(built once and reused while the same ``items`` are passed) turns each of a user's weight entries
+``(a, w_u(a))`` into one scatter entry ``(cell, w_u(a))`` per item holding ``a``, and ``bincount``
+sums them per cell. Users are processed in sub-blocks of at most ``chunk_size`` scatter entries and
+``chunk_size`` cells (at least one user). The result is bit for bit
+``score(np.repeat(users, n), np.tile(items, m)).reshape(m, n)``:
+
+* both use the same weights (built per user from that user's history rows only);
+* ``bincount`` adds in input order starting from +0.0. The pair path adds, per pair, the item's
+  attributes in ascending attribute code, ``w_u(a)`` for a weighted attribute and +0.0 otherwise.
+  ``score_matrix`` emits a row's entries key by key (keys sorted, so attributes ascending), so each
+  cell receives the same weights in the same order, only without the +0.0 terms;
+* adding +0.0 changes nothing: ``x + 0.0 == x`` bit for bit unless ``x`` is -0.0, and the running
+  sum never is (it starts at +0.0, and a rounded sum is -0.0 only when both terms are -0.0).
+
+So the bits agree for any float weights, also where the summation order matters (ratings like 0.1
+or 3.7).
+
 ``residualized_attribute`` removes what item popularity and attribute count explain::
 
     x1(i) = log(1 + popularity(i))      popularity = number of history rows of i (0 if none)
@@ -105,7 +124,8 @@ class AttributeOverlapScorer:
     """Sum over the item's attributes of the user's history weight for the attribute.
 
     ``weight``: ``"rating"`` (default; NaN ratings count as 1), ``"binary"`` or ``"count"``;
-    see the module docstring for the formulas.
+    see the module docstring for the formulas. ``chunk_size`` bounds the working memory: pairs per
+    chunk in ``score``, scatter entries and cells per sub-block in ``score_matrix``.
     """
 
     def __init__(self, weight: str = "rating", chunk_size: int = _CHUNK):
@@ -141,6 +161,7 @@ class AttributeOverlapScorer:
             self._h_value = np.where(np.isnan(rating), 1.0, rating)
         else:
             self._h_value = None
+        self._inverted_cache = None
         self._fitted = True
         return self
 
@@ -195,6 +216,105 @@ class AttributeOverlapScorer:
             w = np.where(hit, weights[where], 0.0)
             out[lo:hi] = np.bincount(pos, weights=w, minlength=hi - lo)
         return out
+
+    def score_matrix(self, user_ids: np.ndarray, item_ids: np.ndarray) -> np.ndarray:
+        """Scores of every (user, item) pair: a ``len(user_ids) x len(item_ids)`` float64 array.
+
+        Bit for bit ``score(np.repeat(user_ids, n), np.tile(item_ids, m)).reshape(m, n)`` (see
+        the module docstring for how and why), computed from the users' weights and an inverted
+        index attribute -> positions in ``item_ids`` instead of one expansion per pair.
+        """
+        if not self._fitted:
+            raise RuntimeError("AttributeOverlapScorer.score_matrix called before fit")
+        users, items = ids(user_ids), ids(item_ids)
+        inv_indptr, inv_cols = self._inverted(items)
+        return self._matrix_codes(encode(self._users, users), len(items), inv_indptr, inv_cols)
+
+    def _inverted(self, items: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The inverted index of ``items``: attribute ``a`` is held by the items at positions
+        ``cols[indptr[a]:indptr[a + 1]]`` (ascending). The last one is cached, keyed on the ids
+        themselves (comparing them costs less than encoding them again)."""
+        cached = self._inverted_cache
+        if cached is not None and len(cached[0]) == len(items) and np.array_equal(cached[0], items):
+            return cached[1], cached[2]
+        if len(self._ia.items) == 0:  # no item has attributes
+            pos = attr = np.zeros(0, dtype=np.int64)
+        else:
+            pos, attr = self._ia.expand(self._ia.lookup(items))
+        cols = pos[np.argsort(attr, kind="stable")]  # by attribute, positions ascending within
+        counts = np.bincount(attr, minlength=self._n_attr)
+        indptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        self._inverted_cache = (items.copy(), indptr, cols)
+        return indptr, cols
+
+    def _matrix_codes(
+        self, u: np.ndarray, n_i: int, inv_indptr: np.ndarray, inv_cols: np.ndarray
+    ) -> np.ndarray:
+        """``score_matrix`` from user codes and the inverted index of the ``n_i`` items."""
+        n_u = len(u)
+        out = np.zeros((n_u, n_i), dtype=np.float64)
+        if n_u == 0 or n_i == 0 or not np.any(u >= 0):
+            return out
+        keys, weights = self._user_weights(u[u >= 0])
+        n_attr = self._n_attr
+        # Each weight entry (user, a) scatters onto the items holding a; keep the entries whose
+        # attribute some item holds (the others would add nothing).
+        key_attr = keys % n_attr
+        inv_size = inv_indptr[key_attr + 1] - inv_indptr[key_attr]
+        held = inv_size > 0
+        keys, weights, inv_size = keys[held], weights[held], inv_size[held]
+        inv_start = inv_indptr[key_attr[held]]
+        if len(keys) == 0:
+            return out
+        # A row's entries are the run keys[lo:hi] (keys sorted: attributes ascending).
+        code = np.maximum(u, 0)
+        known = u >= 0
+        lo = np.where(known, np.searchsorted(keys, code * n_attr), 0)
+        hi = np.where(known, np.searchsorted(keys, (code + 1) * n_attr), 0)
+        size_cum = np.concatenate([[0], np.cumsum(inv_size)])
+        row_cum = np.concatenate([[0], np.cumsum(size_cum[hi] - size_cum[lo])])
+        # Sub-blocks of rows with at most chunk_size scatter entries (each weight entry has at
+        # least one) and chunk_size cells, at least one row each.
+        max_rows = max(1, self.chunk_size // n_i)
+        r0 = 0
+        while r0 < n_u:
+            r1 = int(np.searchsorted(row_cum, row_cum[r0] + self.chunk_size, side="right")) - 1
+            r1 = min(max(r1, r0 + 1), r0 + max_rows, n_u)
+            if row_cum[r1] > row_cum[r0]:
+                out[r0:r1] = _scatter_block(
+                    lo[r0:r1], hi[r0:r1], n_i, weights, inv_start, inv_size, inv_cols
+                ).reshape(r1 - r0, n_i)
+            r0 = r1
+        return out
+
+
+def _scatter_block(
+    lo: np.ndarray,
+    hi: np.ndarray,
+    n_i: int,
+    weights: np.ndarray,
+    inv_start: np.ndarray,
+    inv_size: np.ndarray,
+    inv_cols: np.ndarray,
+) -> np.ndarray:
+    """Flat ``len(lo) x n_i`` scores of a block of rows; row ``r`` has the weight entries
+    ``lo[r]:hi[r]``, entry ``k`` weighs ``weights[k]`` on the items ``inv_cols[inv_start[k]:
+    inv_start[k] + inv_size[k]]``.
+
+    The scatter entries are generated row by row, each row's entries in ascending attribute
+    order; ``bincount`` adds in input order, so every cell receives its user's weights in
+    ascending attribute order, the order in which the pair path adds them."""
+    n_rows = len(lo)
+    n_key = hi - lo
+    key = np.repeat(lo - (np.cumsum(n_key) - n_key), n_key)
+    key += np.arange(len(key), dtype=np.int64)
+    size = inv_size[key]
+    src = np.repeat(inv_start[key] - (np.cumsum(size) - size), size)
+    src += np.arange(len(src), dtype=np.int64)
+    cell = inv_cols[src]
+    del src
+    cell += np.repeat(np.repeat(np.arange(n_rows, dtype=np.int64) * n_i, n_key), size)
+    return np.bincount(cell, weights=np.repeat(weights[key], size), minlength=n_rows * n_i)
 
 
 @register("residualized_attribute")

@@ -41,6 +41,20 @@ class Scorer(Protocol):
         (no Python loop per pair). Users or items never seen in ``fit`` must still get a score.
         A scorer may look at the whole batch (``residualized_attribute`` does), so callers pass
         all pairs of an evaluation at once: :func:`score_candidates` makes a single call.
+
+    Optional (not checked by :func:`check_scorer`, not a member of this protocol):
+
+    ``score_matrix(user_ids, item_ids) -> np.ndarray``
+        Every (user, item) pair of a block: ``m`` user ids and ``n`` item ids (1-D, duplicates
+        allowed, either may be empty) give an ``m x n`` float64 array, row ``k`` the scores of
+        user ``user_ids[k]``. Only for a scorer that scores each pair independently of its batch,
+        and then bit for bit (``np.array_equal``, not approximately) equal to
+        ``score(np.repeat(user_ids, n), np.tile(item_ids, m)).reshape(m, n)``: exact ties must
+        stay exact, and full-catalog scores must be the same function as the sampled evaluation's.
+        Full-catalog evaluation uses it when present, instead of scoring ``m x n`` repeated
+        pairs, and verifies it against ``score`` on the first chunk. ``attribute_overlap`` and
+        ``popularity`` provide it; ``residualized_attribute`` does not (its scores depend on the
+        batch).
     """
 
     def fit(self, history: pd.DataFrame, item_attributes: pd.DataFrame) -> Scorer: ...

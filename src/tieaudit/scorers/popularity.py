@@ -36,6 +36,17 @@ class PopularityScorer:
         items = ids(item_ids)
         if len(ids(user_ids)) != len(items):
             raise ValueError(f"{len(user_ids)} user ids but {len(items)} item ids")
+        return self._item_scores(items)
+
+    def score_matrix(self, user_ids: np.ndarray, item_ids: np.ndarray) -> np.ndarray:
+        """Scores of every (user, item) pair, ``len(user_ids) x len(item_ids)`` float64: the
+        items' scores repeated down the users, bit for bit ``score`` on the repeat/tile pairs."""
+        if not self._fitted:
+            raise RuntimeError("PopularityScorer.score_matrix called before fit")
+        row = self._item_scores(ids(item_ids))
+        return np.repeat(row[None, :], len(ids(user_ids)), axis=0)
+
+    def _item_scores(self, items: np.ndarray) -> np.ndarray:
         out = np.zeros(len(items), dtype=np.float64)
         idx = encode(self._items, items)
         out[idx >= 0] = self._counts[idx[idx >= 0]]
