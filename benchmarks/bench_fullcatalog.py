@@ -6,10 +6,16 @@ row counts (default 1,000 / 3,000 / 10,000) on MovieLens-like data — a catalog
 mostly from their taste cluster, the ``attribute_overlap`` scorer (``weight: rating``):
 
 * seconds and rows per second of :func:`tieaudit.fullcatalog.full_catalog_candidates` (scoring
-  every catalogue item of every row in chunks, and reducing each row to its tie group);
-* the stored lines per row (held-out item + its tie group) against the 13,816 candidates a row;
+  every catalogue item of every row in chunks with the scorer's ``score_matrix``, and reducing
+  each row to its summary line with 100 hash seeds);
+* the mean tie-group size at the held-out item (what the 100 hash seeds are computed over);
 * the peak RSS of the process (``resource.getrusage(RUSAGE_SELF).ru_maxrss``), before and after
   the evaluation: each row count runs in its own subprocess so the peaks do not mix.
+
+Then, side by side at the first row count: the same evaluation scoring through ``score`` on
+repeated/tiled pair arrays (the path of a scorer without ``score_matrix``), and the ratio; and a
+worst case for the hash seeds, a scorer that ties every candidate (every row's tie group is the
+whole catalogue). Outputs are checked identical between the two scoring paths.
 
 Memory should stay flat in the number of rows (bounded by the chunk, ``--chunk-pairs``); time
 should grow linearly.
@@ -18,6 +24,7 @@ should grow linearly.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import resource
 import subprocess
@@ -80,26 +87,68 @@ def peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
 
 
-def child(n_rows: int, chunk_pairs: int) -> dict:
+class _PairsOnly:
+    """The scorer without its ``score_matrix``: full-catalog scoring goes through ``score``."""
+
+    def __init__(self, inner):
+        self.inner = inner
+
+    def score(self, users, items):
+        return self.inner.score(users, items)
+
+
+class _AllTied:
+    """Every candidate scores 0: every row's tie group is the whole catalogue."""
+
+    def score(self, users, items):
+        return np.zeros(len(users))
+
+    def score_matrix(self, users, items):
+        return np.zeros((len(users), len(items)))
+
+
+def child(n_rows: int, chunk_pairs: int, mode: str) -> dict:
     from tieaudit.fullcatalog import chunk_rows_for, full_catalog_candidates
     from tieaudit.scorers import get_scorer
 
     history, rows, catalog, attrs = make_data(n_rows)
     scorer = get_scorer("attribute_overlap", weight="rating").fit(history, attrs)
+    if mode == "pairs":
+        scorer = _PairsOnly(scorer)
+    elif mode == "tied":
+        scorer = _AllTied()
     before = peak_mb()
     t0 = time.perf_counter()
     out = full_catalog_candidates(rows, history, catalog, scorer, chunk_pairs=chunk_pairs)
     secs = time.perf_counter() - t0
+    digest = hashlib.sha256(pd.util.hash_pandas_object(out, index=False).values).hexdigest()
     return {
         "rows": n_rows,
+        "mode": mode,
         "seconds": secs,
         "rows_per_s": n_rows / secs,
         "pairs_per_s": n_rows * len(catalog) / secs,
-        "lines_per_row": len(out) / n_rows,
+        "tie_size": float(1 + out["n_tied"].mean()),
         "chunk_rows": chunk_rows_for(len(catalog), chunk_pairs),
         "peak_mb_before": before,
         "peak_mb": peak_mb(),
+        "digest": digest,
     }
+
+
+def run(n: int, chunk_pairs: int, mode: str) -> dict:
+    res = subprocess.run(
+        [sys.executable, __file__, "--child", str(n), "--chunk-pairs", str(chunk_pairs),
+         "--mode", mode],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+def show(r: dict) -> None:
+    print(f"{r['mode']:>7} {r['rows']:>7,} {r['seconds']:>8.1f} {r['rows_per_s']:>8.0f} "
+          f"{r['pairs_per_s'] / 1e6:>9.1f} {r['tie_size']:>9.1f} {r['chunk_rows']:>6} "
+          f"{r['peak_mb_before']:>8.0f} MB {r['peak_mb']:>6.0f} MB", flush=True)  # fmt: skip
 
 
 def main() -> None:
@@ -107,22 +156,29 @@ def main() -> None:
     ap.add_argument("--rows", type=int, nargs="+", default=[1_000, 3_000, 10_000])
     ap.add_argument("--chunk-pairs", type=int, default=2_000_000)
     ap.add_argument("--child", type=int, default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--mode", default="matrix", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child is not None:
-        print(json.dumps(child(args.child, args.chunk_pairs)))
+        print(json.dumps(child(args.child, args.chunk_pairs, args.mode)))
         return
-    print(f"full catalogue: {N_ITEMS:,} items, attribute_overlap, chunk_pairs={args.chunk_pairs:,}")
-    print(f"{'rows':>7} {'seconds':>8} {'rows/s':>8} {'Mpairs/s':>9} {'lines/row':>9} "
-          f"{'chunk':>6} {'RSS before':>11} {'peak RSS':>9}")  # fmt: skip
+    print(f"full catalogue: {N_ITEMS:,} items, attribute_overlap, 100 hash seeds, "
+          f"chunk_pairs={args.chunk_pairs:,}")  # fmt: skip
+    print(f"{'scoring':>7} {'rows':>7} {'seconds':>8} {'rows/s':>8} {'Mpairs/s':>9} "
+          f"{'tie size':>9} {'chunk':>6} {'RSS before':>11} {'peak RSS':>9}")  # fmt: skip
+    results = []
     for n in args.rows:
-        res = subprocess.run(
-            [sys.executable, __file__, "--child", str(n), "--chunk-pairs", str(args.chunk_pairs)],
-            capture_output=True, text=True, check=True,
-        )  # fmt: skip
-        r = json.loads(res.stdout.strip().splitlines()[-1])
-        print(f"{r['rows']:>7,} {r['seconds']:>8.1f} {r['rows_per_s']:>8.0f} "
-              f"{r['pairs_per_s'] / 1e6:>9.1f} {r['lines_per_row']:>9.1f} {r['chunk_rows']:>6} "
-              f"{r['peak_mb_before']:>8.0f} MB {r['peak_mb']:>6.0f} MB", flush=True)  # fmt: skip
+        results.append(run(n, args.chunk_pairs, "matrix"))
+        show(results[-1])
+    n = args.rows[0]
+    pairs = run(n, args.chunk_pairs, "pairs")
+    show(pairs)
+    tied = run(n, args.chunk_pairs, "tied")
+    show(tied)
+    same = "identical" if pairs["digest"] == results[0]["digest"] else "DIFFERENT"
+    print(f"\nat {n:,} rows: score_matrix {results[0]['seconds']:.1f} s vs score on pairs "
+          f"{pairs['seconds']:.1f} s: {pairs['seconds'] / results[0]['seconds']:.1f}x; "
+          f"outputs {same}")  # fmt: skip
+    print(f"every candidate tied (tie group = catalogue, 100 seeds): {tied['rows_per_s']:.0f} rows/s")
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
-"""Step: full-catalog candidates of one scorer: fit, score every catalogue item in chunks of users
-and keep per row only the held-out item, its tie group and the n_higher/n_lower counts."""
+"""Step: full-catalog summary table of one scorer: fit, score every catalogue item in chunks of
+users and reduce each row to one line (held-out item, n_higher/n_tied/n_lower, before:RULE)."""
 
 import numpy as np
 import pandas as pd
@@ -46,8 +46,15 @@ reduced = full_catalog_candidates(
     scorer,
     chunk_rows=chunk,
     residual_fit=sampled[["user_id", "item_id"]],
+    seed=p.seed,
+    seeds=p.seeds,
+    positive_position=p.positive_position,
     progress=progress,
-    max_lines=snakemake.params.max_lines,  # noqa: F821
 )
-log.info("%d stored lines for %d rows", len(reduced), len(rows))
+tied = reduced["n_tied"].to_numpy()
+log.info(
+    "%d rows: tie group at the held-out item %.1f on average (max %d), %.1f%% of rows tied",
+    len(reduced), 1 + tied.mean() if len(tied) else 0, 1 + tied.max() if len(tied) else 0,
+    100 * (tied > 0).mean() if len(tied) else 0,
+)  # fmt: skip
 write_table(reduced, snakemake.output[0])  # noqa: F821

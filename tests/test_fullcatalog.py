@@ -7,19 +7,22 @@ import pandas as pd
 import pandas.testing as pdt
 import pytest
 
-from tieaudit import evaluate, read_candidates
+from tieaudit import evaluate, hash_key, read_candidates
+from tieaudit.audit import audit
 from tieaudit.fullcatalog import (
     FULL_COLUMNS,
     chunk_rows_for,
     full_catalog_candidates,
     pair_scorer,
+    summary_columns,
 )
 from tieaudit.io import write_table
 from tieaudit.scorers import get_scorer
 
 METRICS = ["HR@1", "HR@5", "nDCG@5", "MRR@5", "HR@10", "nDCG@10", "MRR@10"]
 RULES = ["input_order", "optimistic", "pessimistic", "expected", "hash:0", "hash:7",
-         "hash_mean", "item_id"]  # fmt: skip
+         "hash_mean", "item_id", "docno_desc"]  # fmt: skip
+SEEDS = range(20)
 
 
 def tiny(seed: int = 3, n_users: int = 40, n_items: int = 60):
@@ -45,14 +48,15 @@ def tiny(seed: int = 3, n_users: int = 40, n_items: int = 60):
     return history, rows, catalog, attrs
 
 
-def materialised(rows, history, catalog, score) -> pd.DataFrame:
-    """Every candidate pair stored: relevant first, then the others in catalogue order."""
+def materialised(rows, history, catalog, score, last: bool = False) -> pd.DataFrame:
+    """Every candidate pair stored: relevant first (or ``last``), then the others in catalogue
+    order."""
     cat = np.unique(catalog.astype(str))
     seen = history.groupby("user_id")["item_id"].agg(set).to_dict()
     lines = []
     for u, pos in zip(rows["user_id"], rows["item_id"], strict=True):
-        lines.append((f"u{u}", u, pos, 1))
-        lines += [(f"u{u}", u, it, 0) for it in cat if it != pos and it not in seen.get(u, ())]
+        others = [(f"u{u}", u, it, 0) for it in cat if it != pos and it not in seen.get(u, ())]
+        lines += others + [(f"u{u}", u, pos, 1)] if last else [(f"u{u}", u, pos, 1)] + others
     frame = pd.DataFrame(lines, columns=["row", "user_id", "item_id", "label"])
     frame["score"] = score(frame["user_id"].to_numpy(object), frame["item_id"].to_numpy(object))
     return frame
@@ -61,6 +65,31 @@ def materialised(rows, history, catalog, score) -> pd.DataFrame:
 def summary(table, rules=RULES) -> pd.DataFrame:
     ev = evaluate(table, METRICS, rules, n_seeds=20)
     return ev.summary().sort_values(["rule", "metric"]).reset_index(drop=True)
+
+
+def brute_force_counts(full: pd.DataFrame, seeds) -> pd.DataFrame:
+    """Per row, from the stored full table and the pure-Python hash reference: g, the tie group,
+    and for each rule the members it puts before the relevant item, by sorting explicitly."""
+    out = []
+    for row, grp in full.groupby("row", sort=False):
+        lines = list(grp.itertuples(index=False))
+        rel = next(x for x in lines if x.label == 1)
+        tied = [x for x in lines if x.score == rel.score and x.label == 0]
+        rec = {
+            "row": row,
+            "n_higher": sum(x.score > rel.score for x in lines),
+            "n_tied": len(tied),
+            "n_lower": sum(x.score < rel.score for x in lines),
+            "n_modal": int(grp["score"].value_counts().max()),
+            "before:input_order": [x.label for x in lines if x.score == rel.score].index(1),
+            "before:item_id": sum(x.item_id < rel.item_id for x in tied),
+            "before:docno_desc": sum(x.item_id > rel.item_id for x in tied),
+        }
+        for s in seeds:
+            key = hash_key(s, rel.user_id, rel.item_id)
+            rec[f"before:hash:{s}"] = sum(hash_key(s, x.user_id, x.item_id) < key for x in tied)
+        out.append(rec)
+    return pd.DataFrame(out)
 
 
 @pytest.fixture(scope="module")
@@ -73,35 +102,66 @@ def data():
     [("attribute_overlap", {"weight": "rating"}), ("attribute_overlap", {"weight": "binary"}),
      ("popularity", {}), ("residualized_attribute", {"weight": "rating"})],
 )  # fmt: skip
-def test_reduced_table_gives_the_full_tables_metrics(data, name, options) -> None:
+def test_summary_gives_the_full_tables_metrics(data, name, options) -> None:
     history, rows, catalog, attrs = data
     scorer = get_scorer(name, **options).fit(history, attrs)
-    reduced = full_catalog_candidates(rows, history, catalog, scorer, chunk_rows=7)
-    assert list(reduced.columns) == list(FULL_COLUMNS)
+    reduced = full_catalog_candidates(rows, history, catalog, scorer, chunk_rows=7, seeds=SEEDS)
+    assert list(reduced.columns) == summary_columns(SEEDS)
+    assert list(reduced.columns[: len(FULL_COLUMNS)]) == list(FULL_COLUMNS)
+    assert len(reduced) == len(rows) and (reduced["label"] == 1).all()
     full = materialised(rows, history, catalog, pair_scorer(scorer, rows=rows, catalog=catalog))
-    assert len(reduced) < len(full)
     a, b = summary(full), summary(reduced)
     pdt.assert_frame_equal(a, b, check_exact=False, rtol=1e-12, atol=1e-12)
-    # the reduced rows: same candidate counts, relevant first, all stored lines tied with it
-    per_row = reduced.groupby("row", sort=False).agg(
-        n=("item_id", "size"), h=("n_higher", "first"), lo=("n_lower", "first"),
-        first_label=("label", "first"), smin=("score", "min"), smax=("score", "max"),
-    )  # fmt: skip
-    sizes = full.groupby("row", sort=False).size()
-    assert (per_row["n"] + per_row["h"] + per_row["lo"] == sizes.loc[per_row.index]).all()
-    assert (per_row["first_label"] == 1).all() and (per_row["smin"] == per_row["smax"]).all()
-    # tied lines in catalogue order
-    for _, grp in reduced.groupby("row", sort=False):
-        assert list(grp["item_id"].iloc[1:]) == sorted(grp["item_id"].iloc[1:])
+    # every count, against sorting the stored full table by hand
+    want = brute_force_counts(full, SEEDS)
+    got = reduced[want.columns].reset_index(drop=True)
+    pdt.assert_frame_equal(got, want, check_dtype=False)
+    # the held-out item's score is its score in the full table
+    rel = full[full["label"] == 1].set_index("row")["score"]
+    assert np.array_equal(reduced["score"].to_numpy(), rel.loc[reduced["row"]].to_numpy())
+
+
+def test_relevant_stored_last(data) -> None:
+    history, rows, catalog, attrs = data
+    scorer = get_scorer("attribute_overlap").fit(history, attrs)
+    reduced = full_catalog_candidates(rows, history, catalog, scorer, positive_position="last",
+                                      seeds=[0])  # fmt: skip
+    full = materialised(rows, history, catalog, scorer.score, last=True)
+    assert (reduced["before:input_order"] == reduced["n_tied"]).all()
+    rules = ["input_order", "pessimistic", "hash:0", "item_id"]
+    pdt.assert_frame_equal(summary(full, rules), summary(reduced, rules))
+    assert summary(reduced, ["input_order"])["value"].tolist() == summary(
+        reduced, ["pessimistic"])["value"].tolist()  # fmt: skip
+
+
+def test_relevant_stored_at_a_seeded_random_place(data) -> None:
+    history, rows, catalog, attrs = data
+    scorer = get_scorer("attribute_overlap").fit(history, attrs)
+
+    def place(seed, chunk_rows=None):
+        out = full_catalog_candidates(rows, history, catalog, scorer, seeds=[],
+                                      positive_position="random", seed=seed,
+                                      chunk_rows=chunk_rows)  # fmt: skip
+        return out["before:input_order"].to_numpy(), out["n_tied"].to_numpy()
+
+    p, tied = place(1)
+    assert ((p >= 0) & (p <= tied)).all()
+    assert np.array_equal(p, place(1, chunk_rows=3)[0])  # the draw does not depend on chunks
+    assert not np.array_equal(p, place(2)[0])
+    assert (p[tied > 2] > 0).any() and (p[tied > 2] < tied[tied > 2]).any()
 
 
 def test_random_rule_is_the_documented_exception(data) -> None:
-    # random:SEED permutes stored positions, so it is not promised equal; it must still run
+    # random:SEED is drawn per row on a summary table: it runs, moves under the audit, and is
+    # not promised equal to random:SEED on the stored full table
     history, rows, catalog, attrs = data
     scorer = get_scorer("attribute_overlap").fit(history, attrs)
-    reduced = full_catalog_candidates(rows, history, catalog, scorer)
+    reduced = full_catalog_candidates(rows, history, catalog, scorer, seeds=[])
     out = summary(reduced, ["random:0", "expected"])
     assert set(out["rule"]) == {"random:0", "expected"}
+    inv = audit(reduced, METRICS, ["random:0", "input_order", "expected"], n_permutations=2)
+    verdict = inv.invariance.drop_duplicates("rule").set_index("rule")["invariant"]
+    assert verdict.to_dict() == {"random:0": "no", "input_order": "no", "expected": "yes"}
 
 
 @pytest.mark.parametrize("name", ["attribute_overlap", "residualized_attribute", "popularity"])
@@ -110,7 +170,8 @@ def test_chunk_size_does_not_change_the_result(data, name) -> None:
     outs = []
     for chunk in (1, 3, 16, 1000):
         scorer = get_scorer(name).fit(history, attrs)
-        outs.append(full_catalog_candidates(rows, history, catalog, scorer, chunk_rows=chunk))
+        outs.append(full_catalog_candidates(rows, history, catalog, scorer, chunk_rows=chunk,
+                                            seeds=SEEDS))  # fmt: skip
     for other in outs[1:]:
         pdt.assert_frame_equal(outs[0], other, check_exact=True)
 
@@ -152,9 +213,42 @@ def test_memory_is_bounded_by_the_chunk(data) -> None:
     for pairs in (1, 100, 5 * n_items, 10**9):
         rec = _Recording(get_scorer("popularity").fit(history, attrs))
         chunk = chunk_rows_for(n_items, pairs)
-        full_catalog_candidates(rows, history, catalog, rec, chunk_pairs=pairs)
+        full_catalog_candidates(rows, history, catalog, rec, chunk_pairs=pairs, seeds=[0])
         assert rec.largest <= max(chunk * n_items, 4096)  # (the first-chunk batch check)
         assert rec.largest <= max(pairs, n_items) or chunk * n_items >= len(rows) * n_items
+
+
+class _Constant:
+    """Every pair scores 0: the held-out item ties with the whole catalogue."""
+
+    def fit(self, history, attrs):
+        return self
+
+    def score(self, users, items):
+        return np.zeros(len(users))
+
+
+def test_a_tie_with_the_whole_catalogue_is_one_line_a_row(data) -> None:
+    history, rows, catalog, _ = data
+    # two users without history (no excluded items), side by side in one chunk
+    rows = pd.concat([rows, pd.DataFrame({"user_id": ["new1", "new2"], "item_id": ["i001"] * 2})])
+    big = np.array([f"x{j:05d}" for j in range(20_000)] + list(catalog), dtype=object)
+    reduced = full_catalog_candidates(rows, history, big, _Constant(), chunk_pairs=50_000,
+                                      seeds=range(3))  # fmt: skip
+    assert len(reduced) == len(rows)
+    assert (reduced["n_higher"] == 0).all() and (reduced["n_lower"] == 0).all()
+    seen = history.groupby("user_id")["item_id"].nunique().reindex(rows["user_id"], fill_value=0)
+    held_seen = [it in set(history[history.user_id == u].item_id)
+                 for u, it in zip(rows.user_id, rows.item_id, strict=True)]  # fmt: skip
+    want = len(big) - 1 - seen.loc[rows["user_id"]].to_numpy() + np.array(held_seen)
+    assert np.array_equal(reduced["n_tied"].to_numpy(), want)
+    assert (reduced["n_modal"] == reduced["n_tied"] + 1).all()
+    # hash places are spread over the group: the mean place is near the middle
+    frac = reduced["before:hash:0"] / reduced["n_tied"]
+    assert 0.25 < frac.mean() < 0.75
+    ev = evaluate(reduced, ["HR@10"], ["expected", "input_order"])
+    assert ev.mean("input_order", "HR@10") == 1.0
+    assert ev.mean("expected", "HR@10") == pytest.approx(np.mean(10 / (want + 1)))
 
 
 class _BatchDependent:
@@ -171,14 +265,48 @@ def test_batch_dependent_scorer_is_refused(data) -> None:
         full_catalog_candidates(rows, history, catalog, _BatchDependent())
 
 
+class _Matrix:
+    """A popularity scorer with a score_matrix hook (optionally a wrong one)."""
+
+    def __init__(self, inner, wrong: bool = False):
+        self.inner, self.wrong, self.pairs, self.blocks = inner, wrong, 0, 0
+
+    def score(self, users, items):
+        self.pairs += len(users)
+        return self.inner.score(users, items)
+
+    def score_matrix(self, users, items):
+        self.blocks += 1
+        s = self.inner.score(np.repeat(users, len(items)), np.tile(items, len(users)))
+        s = s.reshape(len(users), len(items))
+        return s + 1e-9 if self.wrong else s
+
+
+def test_score_matrix_is_used_and_checked(data) -> None:
+    history, rows, catalog, attrs = data
+    inner = get_scorer("popularity").fit(history, attrs)
+    via_pairs = full_catalog_candidates(rows, history, catalog, inner, chunk_rows=5)
+    hook = _Matrix(inner)
+    via_blocks = full_catalog_candidates(rows, history, catalog, hook, chunk_rows=5)
+    pdt.assert_frame_equal(via_pairs, via_blocks, check_exact=True)
+    n_items = len(np.unique(catalog))
+    assert hook.blocks == -(-len(rows) // 5) + 1  # every chunk, plus the first-chunk check
+    assert hook.pairs <= 5 * n_items  # score only for the check
+    with pytest.raises(ValueError, match="score_matrix differs from its score"):
+        full_catalog_candidates(rows, history, catalog, _Matrix(inner, wrong=True))
+
+
 def test_output_is_read_by_the_evaluator(data, tmp_path) -> None:
     history, rows, catalog, attrs = data
     scorer = get_scorer("attribute_overlap").fit(history, attrs)
-    reduced = full_catalog_candidates(rows, history, catalog, scorer)
-    write_table(reduced, tmp_path / "scores.parquet")
-    table = read_candidates(tmp_path / "scores.parquet")
-    assert table.n_rows == len(rows) and table.n_higher is not None
-    pdt.assert_frame_equal(summary(table), summary(reduced))
+    reduced = full_catalog_candidates(rows, history, catalog, scorer, seeds=SEEDS)
+    for name in ("scores.parquet", "scores.csv"):
+        write_table(reduced, tmp_path / name)
+        table = read_candidates(tmp_path / name)
+        assert table.is_summary and table.n_rows == len(rows)
+        assert sorted(table.before) == sorted(c[len("before:") :] for c in reduced.columns
+                                              if c.startswith("before:"))  # fmt: skip
+        pdt.assert_frame_equal(summary(table), summary(reduced))
 
 
 def test_errors(data) -> None:
@@ -190,16 +318,28 @@ def test_errors(data) -> None:
         full_catalog_candidates(pd.concat([rows, rows]), history, catalog, scorer)
     with pytest.raises(ValueError, match="chunk_rows"):
         full_catalog_candidates(rows, history, catalog, scorer, chunk_rows=0)
+    with pytest.raises(ValueError, match="positive_position"):
+        full_catalog_candidates(rows, history, catalog, scorer, positive_position="middle")
+    with pytest.raises(ValueError, match="seeds must be >= 0"):
+        full_catalog_candidates(rows, history, catalog, scorer, seeds=[-1])
 
 
-def test_stored_lines_are_bounded(data) -> None:
+def test_equal_hash_keys_fall_back_to_item_id_order(data, monkeypatch) -> None:
+    # every id hashing alike makes every key of a row equal: the documented tie-break of equal
+    # keys (smaller item id first) then decides alone, in the summary as in the evaluator
+    import importlib
+
+    def same(values):
+        return np.full(len(values), 12345, dtype=np.uint64)
+
+    for name in ("tieaudit.fullcatalog", "tieaudit.evaluate"):  # (the package re-exports
+        monkeypatch.setattr(importlib.import_module(name), "string_hashes", same)  # evaluate)
     history, rows, catalog, attrs = data
     scorer = get_scorer("attribute_overlap").fit(history, attrs)
-    full = full_catalog_candidates(rows, history, catalog, scorer, chunk_rows=2)
-    # exactly at the bound is fine; one line less stops with a message that says what to do
-    same = full_catalog_candidates(rows, history, catalog, scorer, chunk_rows=2,
-                                   max_lines=len(full))  # fmt: skip
-    pdt.assert_frame_equal(full, same, check_exact=True)
-    with pytest.raises(ValueError, match=r"full catalogue: .* lines \(limit .*full_rows"):
-        full_catalog_candidates(rows, history, catalog, scorer, chunk_rows=2,
-                                max_lines=len(full) - 1)  # fmt: skip
+    reduced = full_catalog_candidates(rows, history, catalog, scorer, seeds=[0, 5])
+    assert (reduced["n_tied"] > 0).any()
+    for s in (0, 5):
+        assert reduced[f"before:hash:{s}"].tolist() == reduced["before:item_id"].tolist()
+    full = materialised(rows, history, catalog, scorer.score)
+    rules = ["hash:0", "hash:5", "item_id"]
+    pdt.assert_frame_equal(summary(full, rules), summary(reduced, rules))

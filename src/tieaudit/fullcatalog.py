@@ -2,20 +2,45 @@
 
 In full-catalog evaluation every catalogue item the user never interacted with is a candidate of
 the user's row, and the held-out item is the relevant one. Storing every (row, item) pair is
-infeasible (30,000 rows x 200,000 Amazon items = 6 billion lines), and unnecessary: the tie rules
-only need, per row,
+infeasible (30,000 rows x 200,000 Amazon items = 6 billion lines), and so is storing each row's
+tie group: a count or overlap score can tie the held-out item with most of the catalogue. Every
+tie rule only needs, per row,
 
-* the relevant item's score ``r``,
-* ``n_higher`` — candidates scoring strictly above ``r``,
-* ``n_lower`` — candidates scoring strictly below ``r``,
-* the candidates scoring exactly ``r`` (the relevant item's tie group).
+* ``n_higher`` — candidates scoring strictly above the relevant item (``g``),
+* ``n_tied`` — candidates scoring exactly its score (its tie group has ``t = 1 + n_tied``),
+* ``n_lower`` — candidates scoring strictly below it,
+* for each ordered rule, how many members of the tie group it puts before the relevant item.
 
-:func:`full_catalog_candidates` scores the rows in chunks of ``chunk_rows`` users (each chunk is
-one ``chunk_rows x n_items`` block of pairs: memory is bounded by the chunk, never by the number
-of rows), and reduces every row of the chunk at once to those four things, vectorised over the
-whole block (no Python loop per row or per candidate). The result is the evaluation core's
-candidates format (:mod:`tieaudit.candidates`) with the optional ``n_higher``/``n_lower`` columns,
-so :func:`tieaudit.evaluate` and ``tieaudit evaluate`` read it directly.
+:func:`full_catalog_candidates` scores the rows in chunks of ``chunk_rows`` users (one
+``chunk_rows x n_items`` block of scores: memory is bounded by the chunk, never by the number of
+rows or the size of a tie group) and reduces every row of the chunk at once, vectorised over the
+block, to a **summary table** (:mod:`tieaudit.candidates`): one line per row, its held-out item,
+with those counts as columns. :func:`tieaudit.evaluate` and ``tieaudit evaluate`` read it, and
+every rule gives exactly the ranks of the full table stored relevant-first in catalogue order
+(``random:SEED`` excepted, see below).
+
+Columns (:func:`summary_columns`)
+---------------------------------
+``row, user_id, item_id, label (1), score`` of the held-out item, then ``n_higher, n_tied,
+n_lower, n_modal`` (the size of the row's largest group of equal scores, for the audit's
+diagnostics), then ``before:RULE``:
+
+* ``before:input_order`` — the relevant item's place among its tie group in the stored order.
+  The conceptual stored order of a row is the relevant item at ``positive_position``
+  (``"first"``, the common implementation the paper audits and the sampled setting's default:
+  0; ``"last"``: ``n_tied``; ``"random"``: uniform on ``0 .. n_tied``, from ``make_rng(seed,
+  "full-positive-position")``), the other candidates in catalogue order.
+* ``before:item_id`` / ``before:docno_desc`` — tied items whose id sorts before / after the
+  relevant item's (code-point order).
+* ``before:hash:S`` for every seed ``S`` of ``seeds`` (default ``0 .. 99``, what ``hash_mean``
+  over 100 seeds and ``hash:0`` need) — tied items whose key ``key(S, user, item)``
+  (:mod:`tieaudit.hashing`) is smaller than the relevant item's (equal keys: smaller item id
+  first). Exact: every tie member's key is computed, for every seed (about 2 ns a member and
+  seed).
+
+``random:SEED`` is not recorded: its shuffle permutes the stored positions of a table, and on a
+summary table the evaluator draws it per row from ``before:input_order``
+(:func:`tieaudit.evaluate.summary_random_before`).
 
 Conventions
 -----------
@@ -25,16 +50,15 @@ Conventions
   relevant candidate.
 * **Catalogue order** is the sorted distinct item ids (code-point order, as
   :mod:`tieaudit.sampling` orders its catalogue); only the set of catalogue ids matters.
-* **Stored order**: rows in the order given; within a row the relevant item is stored **first**
-  (like the sampled setting's default ``positive_position: first``, the common implementation
-  the paper audits), then the items tied with it in catalogue order. Every candidate not stored
-  scores strictly above or strictly below the relevant item and is counted in ``n_higher`` or
-  ``n_lower``; every rule then gives exactly the ranks of the full table (``input_order`` sees the
-  relevant item first among its tie group, as it would in a full table stored relevant-first in
-  catalogue order), except ``random:SEED``, whose shuffle permutes the stored positions of the
-  whole table and so depends on which lines are stored.
 * Row ids: the ``row`` column of ``rows`` when present, else ``"u" + user_id``
   (:func:`tieaudit.sampling.row_id`).
+
+Scoring a chunk
+---------------
+A scorer with ``score_matrix(user_ids, item_ids)`` (:class:`tieaudit.scorers.Scorer`) scores a
+chunk as one ``users x catalogue`` block; it must equal ``score`` on every pair bit for bit,
+which is checked on the first chunk (a scorer that fails is refused with a ``ValueError``).
+Otherwise the chunk's pairs go to ``score`` in one call.
 
 Batch-dependent scorers
 -----------------------
@@ -61,35 +85,44 @@ batch-dependent scorer is refused with a ``ValueError`` rather than evaluated ch
 
 Memory
 ------
-A chunk holds ``chunk_rows x n_items`` pairs: two object arrays of ids (what the scorer interface
-takes), the float64 scores and two boolean masks, about 40 bytes a pair, plus the scorer's own
-working memory for that batch. :func:`chunk_rows_for` turns a pair budget into a row count.
+A chunk holds ``chunk_rows x n_items`` scores (float64) and a few boolean masks and sort buffers
+of the same shape, about 40 bytes a pair (plus two object arrays of ids on the pair path), the
+tie members' keys (16 bytes each) and the scorer's own working memory for that batch.
+:func:`chunk_rows_for` turns a pair budget into a row count. The output has one line per row.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 import numpy as np
 import pandas as pd
 
+from tieaudit.evaluate import DEFAULT_SEEDS
+from tieaudit.hashing import pair_keys, seeded_keys, string_hashes
 from tieaudit.sampling import row_id
 from tieaudit.seeds import make_rng
 
 __all__ = [
     "full_catalog_candidates",
     "pair_scorer",
+    "block_scorer",
     "chunk_rows_for",
+    "summary_columns",
     "FULL_COLUMNS",
     "DEFAULT_CHUNK_PAIRS",
 ]
 
-#: Columns of the output, in order (the candidates format with the per-row counts).
-FULL_COLUMNS = ("row", "user_id", "item_id", "label", "score", "n_higher", "n_lower")
+#: The leading columns of the output, in order (then ``before:RULE``, see the module docstring).
+FULL_COLUMNS = (
+    "row", "user_id", "item_id", "label", "score", "n_higher", "n_tied", "n_lower", "n_modal",
+)  # fmt: skip
+#: Key rules recorded besides the hash seeds (``before:input_order`` leads).
+_KEY_RULES = ("input_order", "item_id", "docno_desc")
 #: Default pair budget of one chunk (rows x catalogue items scored at once).
-DEFAULT_MAX_LINES = 20_000_000
 DEFAULT_CHUNK_PAIRS = 2_000_000
-_CHECK_PAIRS = 4096  # pairs of the first chunk used to check batch independence
+_CHECK_PAIRS = 4096
+_HASH_BLOCK = 1 << 16  # tie members hashed together, per seed (cache-sized)  # pairs of the first chunk used to check batch independence
 
 PairScore = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
@@ -173,6 +206,63 @@ def _check_batch_independent(score: PairScore, users: np.ndarray, items: np.ndar
         )
 
 
+def summary_columns(seeds: Iterable[int] = range(DEFAULT_SEEDS)) -> list[str]:
+    """The columns of :func:`full_catalog_candidates`'s output, in order."""
+    return list(FULL_COLUMNS) + [f"before:{r}" for r in _KEY_RULES] + [
+        f"before:hash:{s}" for s in _seed_list(seeds)
+    ]
+
+
+def _seed_list(seeds: Iterable[int]) -> list[int]:
+    out = sorted({int(s) for s in seeds})
+    if out and out[0] < 0:
+        raise ValueError(f"hash seeds must be >= 0, got {out[0]}")
+    return out
+
+
+BlockScore = Callable[[np.ndarray, np.ndarray], np.ndarray]
+
+
+def block_scorer(scorer, pair: PairScore) -> tuple[BlockScore, bool]:
+    """``(block, native)``: ``block(users, items)`` scores the ``users x items`` block of
+    ``scorer`` whose pair function is ``pair`` (from :func:`pair_scorer`); ``native`` says whether
+    it uses the scorer's own ``score_matrix`` (else it scores the repeated/tiled pairs with
+    ``pair``)."""
+    if _is_residualized(scorer) and callable(getattr(scorer.overlap, "score_matrix", None)):
+        b0, b1, b2 = pair.coef  # type: ignore[attr-defined]
+        last: list = [None, None]  # (items, fitted value per item) of the last call
+
+        def residual_block(users: np.ndarray, items: np.ndarray) -> np.ndarray:
+            if last[0] is not items:  # the catalogue, passed for every chunk: covariates once
+                x1, x2 = scorer.covariates(items)
+                last[:] = [items, b0 + b1 * x1 + b2 * x2]
+            s = np.asarray(scorer.overlap.score_matrix(users, items), dtype=np.float64)
+            # s - (b0 + b1 * x1 + b2 * x2) per element, as the pair path: equal bits
+            return s - last[1][None, :]
+
+        return residual_block, True
+    if not _is_residualized(scorer) and callable(getattr(scorer, "score_matrix", None)):
+        return scorer.score_matrix, True
+
+    def pair_block(users: np.ndarray, items: np.ndarray) -> np.ndarray:
+        s = pair(np.repeat(users, len(items)), np.tile(items, len(users)))
+        return np.asarray(s, dtype=np.float64).reshape(len(users), len(items))
+
+    return pair_block, False
+
+
+def _check_block(block: BlockScore, pair: PairScore, users: np.ndarray, items: np.ndarray) -> None:
+    """``score_matrix`` must equal ``score`` on every pair, bit for bit (first chunk)."""
+    few = users[: max(1, min(len(users), _CHECK_PAIRS // max(len(items), 1)))]
+    got = np.asarray(block(few, items), dtype=np.float64)
+    want = np.asarray(pair(np.repeat(few, len(items)), np.tile(items, len(few))), np.float64)
+    if got.shape != (len(few), len(items)) or not np.array_equal(got.ravel(), want):
+        raise ValueError(
+            "the scorer's score_matrix differs from its score on the same pairs; full-catalog "
+            "results must be the scores of the sampled setting, bit for bit"
+        )
+
+
 def full_catalog_candidates(
     rows: pd.DataFrame,
     history: pd.DataFrame,
@@ -184,10 +274,11 @@ def full_catalog_candidates(
     residual_fit: pd.DataFrame | None = None,
     residual_sample: int = 200_000,
     seed: int = 0,
+    seeds: Iterable[int] = range(DEFAULT_SEEDS),
+    positive_position: str = "first",
     progress: Callable[[int, int], None] | None = None,
-    max_lines: int | None = DEFAULT_MAX_LINES,
 ) -> pd.DataFrame:
-    """The reduced full-catalog candidates table of ``rows`` (see the module docstring).
+    """The full-catalog summary table of ``rows`` (see the module docstring).
 
     ``rows``: one line per evaluation row with ``user_id`` and ``item_id`` (the held-out item)
     and optionally ``row`` (its id); users must be distinct. ``history``: interactions with
@@ -195,18 +286,23 @@ def full_catalog_candidates(
     (duplicates ignored, order irrelevant); must contain every held-out item. ``scorer``: a
     *fitted* scorer. ``chunk_rows`` rows are scored per chunk (default: ``chunk_pairs //
     n_items``, at least 1); results do not depend on it. ``residual_fit``, ``residual_sample``
-    and ``seed``: see :func:`pair_scorer`. ``progress(done_rows, total_rows)`` is called after
-    every chunk. ``max_lines`` bounds the stored lines (the sum of the relevant items' tie-group
-    sizes): a scorer that ties the held-out item with most of a large catalogue would otherwise
-    store rows x catalogue lines; past the bound a ``ValueError`` says how many rows fitted.
+    and ``seed``: see :func:`pair_scorer`. ``seeds``: the hash seeds to record
+    (``before:hash:S``). ``positive_position``: where the held-out item sits in the conceptual
+    stored order (``first``, ``last`` or ``random``). ``progress(done_rows, total_rows)`` is
+    called after every chunk.
 
-    Returns a DataFrame with :data:`FULL_COLUMNS`: ``label`` int64 (1 for the held-out item),
-    ``score`` float64, ``n_higher``/``n_lower`` int64 repeated on every line of a row.
+    Returns a DataFrame with :func:`summary_columns` (``label`` int64 1, ``score`` float64, the
+    counts int64), one line per row in the order of ``rows``.
     """
     for name, frame in (("rows", rows), ("history", history)):
         missing = [c for c in ("user_id", "item_id") if c not in frame.columns]
         if missing:
             raise ValueError(f"{name} lacks column(s) {missing}")
+    if positive_position not in ("first", "last", "random"):
+        raise ValueError(
+            f"positive_position must be 'first', 'last' or 'random', got {positive_position!r}"
+        )
+    seed_list = _seed_list(seeds)
     users = rows["user_id"].astype(str).to_numpy(dtype=object)
     if len(pd.unique(users)) != len(users):
         raise ValueError("rows must have one line per user")
@@ -222,6 +318,7 @@ def full_catalog_candidates(
     if np.any(pos < 0):
         bad = rows["item_id"].astype(str).to_numpy()[pos < 0][:5]
         raise ValueError(f"held-out item(s) not in the catalog: {list(bad)}")
+    pos = pos.astype(np.int64)
     n_rows = len(users)
     if chunk_rows is None:
         chunk_rows = chunk_rows_for(n_items, chunk_pairs)
@@ -242,60 +339,60 @@ def full_catalog_candidates(
     h_row, h_item = h_row[order].astype(np.int64), h_item[order]
     h_start = np.searchsorted(h_row, np.arange(n_rows + 1))
 
-    score = pair_scorer(
+    pair = pair_scorer(
         scorer, residual_fit, rows=rows, catalog=cat, residual_sample=residual_sample, seed=seed
+    )
+    block, native = block_scorer(scorer, pair)
+    item_hash = string_hashes(cat) if seed_list else np.zeros(n_items, np.uint64)
+    user_hash = string_hashes(users) if seed_list else np.zeros(n_rows, np.uint64)
+    place = (
+        make_rng(seed, "full-positive-position").random(n_rows)
+        if positive_position == "random"
+        else None
     )
 
     parts: list[dict[str, np.ndarray]] = []
-    stored = 0
     for lo in range(0, n_rows, chunk_rows):
         hi = min(lo + chunk_rows, n_rows)
         c = hi - lo
-        pair_users = np.repeat(users[lo:hi], n_items)
-        pair_items = np.tile(cat, c)
-        if lo == 0 and not _is_residualized(scorer):
-            _check_batch_independent(score, pair_users, pair_items)
-        s = np.asarray(score(pair_users, pair_items), dtype=np.float64)
-        del pair_users, pair_items
-        if s.shape != (c * n_items,):
-            raise ValueError(f"scorer returned shape {s.shape} for {c * n_items} pairs")
+        if lo == 0:
+            if native:
+                _check_block(block, pair, users[lo:hi], cat)
+            elif not _is_residualized(scorer):
+                few = users[lo:hi][: -(-_CHECK_PAIRS // n_items)]
+                _check_batch_independent(pair, np.repeat(few, n_items), np.tile(cat, len(few)))
+        s = np.asarray(block(users[lo:hi], cat), dtype=np.float64)
+        if s.shape != (c, n_items):
+            raise ValueError(f"scorer returned shape {s.shape} for {c} x {n_items} pairs")
         if not np.all(np.isfinite(s)):
             raise ValueError("scorer returned non-finite scores")
-        parts.append(_reduce_chunk(s.reshape(c, n_items), pos[lo:hi], h_row, h_item, h_start, lo))
+        part = _reduce_chunk(
+            s, pos[lo:hi], h_row, h_item, h_start, lo, item_hash, user_hash[lo:hi], seed_list
+        )
         del s
-        stored += len(parts[-1]["row"])
-        if max_lines is not None and stored > max_lines:
-            raise ValueError(
-                f"full catalogue: the tie groups of the first {hi} of {n_rows} rows already hold "
-                f"{stored:,} lines (limit {max_lines:,}; about {stored // hi:,} a row of "
-                f"{n_items:,} items): this scorer ties the held-out item with much of the "
-                "catalogue. Evaluate fewer rows (evaluation.full_rows or the dataset's full_rows) "
-                "or raise evaluation.full_max_lines if memory allows (~200 bytes a line)."
-            )
+        tied = part["n_tied"]
+        if positive_position == "last":
+            part["before:input_order"] = tied.copy()
+        elif positive_position == "random":
+            part["before:input_order"] = np.floor(place[lo:hi] * (tied + 1)).astype(np.int64)
+        parts.append(part)
         if progress is not None:
             progress(hi, n_rows)
 
-    if parts:
-        line_row = np.concatenate([p["row"] for p in parts])
-        line_item = np.concatenate([p["item"] for p in parts])
-        label = np.concatenate([p["label"] for p in parts])
-        line_score = np.concatenate([p["score"] for p in parts])
-        higher = np.concatenate([p["n_higher"] for p in parts])
-        lower = np.concatenate([p["n_lower"] for p in parts])
-    else:
-        line_row = line_item = label = higher = lower = np.zeros(0, dtype=np.int64)
-        line_score = np.zeros(0, dtype=np.float64)
+    columns = summary_columns(seed_list)
+    counts = {c: np.concatenate([p[c] for p in parts]) if parts else np.zeros(0, np.int64)
+              for c in columns[5:]}  # fmt: skip
+    score = np.concatenate([p["score"] for p in parts]) if parts else np.zeros(0)
     return pd.DataFrame(
         {
-            "row": row_ids[line_row],
-            "user_id": users[line_row],
-            "item_id": cat[line_item],
-            "label": label,
-            "score": line_score,
-            "n_higher": higher,
-            "n_lower": lower,
+            "row": row_ids,
+            "user_id": users,
+            "item_id": cat[pos],
+            "label": np.ones(n_rows, dtype=np.int64),
+            "score": score,
+            **counts,
         },
-        columns=list(FULL_COLUMNS),
+        columns=columns,
     )
 
 
@@ -306,34 +403,109 @@ def _reduce_chunk(
     h_item: np.ndarray,
     h_start: np.ndarray,
     lo: int,
+    item_hash: np.ndarray,
+    user_hash: np.ndarray,
+    seeds: list[int],
 ) -> dict[str, np.ndarray]:
-    """Reduce a ``c x n_items`` score block (rows ``lo .. lo + c - 1``) to the stored lines.
-
-    Returns the lines in stored order: global row index, catalogue code, label, score and the
-    row's ``n_higher``/``n_lower`` repeated on each line."""
+    """Reduce a ``c x n_items`` score block (rows ``lo .. lo + c - 1``) to its summary lines."""
     c, n_items = s.shape
     local = np.arange(c)
     candidate = np.ones((c, n_items), dtype=bool)
     a, b = h_start[lo], h_start[lo + c]
     candidate.ravel()[(h_row[a:b] - lo) * n_items + h_item[a:b]] = False
     candidate[local, pos] = True  # the held-out item is a candidate even if seen before
-    r = s[local, pos][:, None]
-    n_higher = np.count_nonzero((s > r) & candidate, axis=1).astype(np.int64)
-    n_lower = np.count_nonzero((s < r) & candidate, axis=1).astype(np.int64)
-    tied = (s == r) & candidate
+    r = s[local, pos]
+    rel = r[:, None]
+    n_higher = np.count_nonzero((s > rel) & candidate, axis=1).astype(np.int64)
+    n_lower = np.count_nonzero((s < rel) & candidate, axis=1).astype(np.int64)
+    tied = (s == rel) & candidate
     tied[local, pos] = False
-    t_row, t_item = np.nonzero(tied)  # row-major: catalogue order within a row
-    # relevant line first, then the tied items in catalogue order
-    rows_all = np.concatenate([local, t_row])
-    items_all = np.concatenate([pos.astype(np.int64), t_item.astype(np.int64)])
-    is_tie = np.concatenate([np.zeros(c, dtype=np.int8), np.ones(len(t_row), dtype=np.int8)])
-    order = np.lexsort((items_all, is_tie, rows_all))
-    rows_all, items_all, is_tie = rows_all[order], items_all[order], is_tie[order]
-    return {
-        "row": rows_all + lo,
-        "item": items_all,
-        "label": (1 - is_tie).astype(np.int64),
-        "score": s[rows_all, items_all],
-        "n_higher": n_higher[rows_all],
-        "n_lower": n_lower[rows_all],
+    n_tied = np.count_nonzero(tied, axis=1).astype(np.int64)
+    t_row, t_item = np.nonzero(tied)  # row-major: grouped by row, catalogue order within
+    del tied
+    starts = np.cumsum(n_tied) - n_tied
+    has = n_tied > 0
+
+    def per_row(flags: np.ndarray) -> np.ndarray:
+        out = np.zeros(c, dtype=np.int64)
+        if len(flags):
+            out[has] = np.add.reduceat(flags, starts[has], dtype=np.int64)
+        return out
+
+    out: dict[str, np.ndarray] = {
+        "score": r.copy(),
+        "n_higher": n_higher,
+        "n_tied": n_tied,
+        "n_lower": n_lower,
+        "n_modal": _modal_counts(s, candidate),
+        "before:input_order": np.zeros(c, dtype=np.int64),
     }
+    item_before = per_row(t_item < pos[t_row])
+    out["before:item_id"] = item_before
+    out["before:docno_desc"] = n_tied - item_before
+    if seeds:
+        _hash_counts(out, seeds, pair_keys(user_hash, item_hash[pos]), item_hash, user_hash,
+                     t_row, t_item, pos, n_tied)  # fmt: skip
+    return out
+
+
+def _hash_counts(
+    out: dict[str, np.ndarray],
+    seeds: list[int],
+    pair_rel: np.ndarray,
+    item_hash: np.ndarray,
+    user_hash: np.ndarray,
+    t_row: np.ndarray,
+    t_item: np.ndarray,
+    pos: np.ndarray,
+    n_tied: np.ndarray,
+) -> None:
+    """``out["before:hash:S"]``: per row, the tie members whose ``key(S, user, item)`` is below
+    the relevant item's, for every seed.
+
+    The tie members are taken in blocks of whole rows of about ``_HASH_BLOCK`` members, so that
+    the per-seed passes (one ``mix``, one comparison, one segment sum) stay in cache. ``key`` is a
+    bijection of ``pair(u, i)`` for a fixed seed, so two keys collide for some seed exactly when
+    their pairs are equal: that is checked once, not per seed (equal keys: smaller item id first).
+    """
+    c = len(n_tied)
+    counts = np.zeros((len(seeds), c), dtype=np.int64)
+    ends = np.cumsum(n_tied)
+    lo = 0
+    while lo < c:
+        base = ends[lo - 1] if lo else 0
+        hi = max(lo + 1, int(np.searchsorted(ends, base + _HASH_BLOCK, side="right")))
+        a, b = int(base), int(ends[hi - 1])
+        if b > a:
+            size = n_tied[lo:hi]
+            rows = np.flatnonzero(size) + lo
+            starts = np.cumsum(size[size > 0]) - size[size > 0]
+            pair_tie = pair_keys(user_hash[t_row[a:b]], item_hash[t_item[a:b]])
+            collide = pair_tie == np.repeat(pair_rel[lo:hi], size)
+            smaller = (t_item[a:b] < np.repeat(pos[lo:hi], size)) if collide.any() else None
+            key_tie = np.empty_like(pair_tie)
+            flags = np.empty(b - a, dtype=bool)
+            for j, sd in enumerate(seeds):
+                seeded_keys(pair_tie, sd, out=key_tie)
+                key_rel = np.repeat(seeded_keys(pair_rel[lo:hi], sd), size)
+                np.less(key_tie, key_rel, out=flags)
+                if smaller is not None:
+                    flags |= collide & smaller
+                counts[j, rows] = np.add.reduceat(flags, starts, dtype=np.int64)
+        lo = hi
+    for j, sd in enumerate(seeds):
+        out[f"before:hash:{sd}"] = counts[j]
+
+
+def _modal_counts(s: np.ndarray, candidate: np.ndarray) -> np.ndarray:
+    """Per row, the size of the largest group of candidates with equal scores."""
+    c, n_items = s.shape
+    srt = np.sort(np.where(candidate, s, np.nan), axis=1).ravel()  # NaN (non-candidates) last
+    new = np.empty(len(srt), dtype=bool)
+    new[0] = True
+    np.not_equal(srt[1:], srt[:-1], out=new[1:])  # NaN != NaN: each its own run
+    new[::n_items] = True
+    run_start = np.flatnonzero(new)
+    run_len = np.diff(np.r_[run_start, len(srt)])
+    first_run = np.searchsorted(run_start, np.arange(c) * n_items)
+    return np.maximum.reduceat(run_len, first_run).astype(np.int64)

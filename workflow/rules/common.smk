@@ -138,6 +138,16 @@ def audit_files(name):
     )
 
 
+def recorded_hash_seeds():
+    """Hash seeds a full-catalog summary records: hash_mean's 0..n_seeds-1 and every hash:S."""
+    rules = [str(r).strip().lower() for r in config["evaluation"]["rules"]]
+    seeds = (
+        set(range(config["evaluation"]["n_seeds"])) if "hash_mean" in rules else set()
+    )
+    seeds |= {int(r.split(":", 1)[1]) for r in rules if r.startswith("hash:")}
+    return sorted(seeds)
+
+
 def full_rows(wildcards):
     """Full-catalog rows of a dataset: its own `full_rows` if set, else evaluation.full_rows."""
     own = dataset_cfg(wildcards.dataset).get("full_rows")
@@ -148,10 +158,11 @@ def paper_outputs():
     tables = [f"table_{d}" for d in DATASETS] + ["ties_invariance"]
     out = expand("results/paper/{table}.{ext}", table=tables, ext=("csv", "md", "tex"))
     out += ["results/paper/compare.md", "results/paper/checklist.md"]
+    kinds = ("rules", "tie_sizes") + (("full_rules",) if FULL else ())
     out += expand(
         "results/paper/figures/{dataset}_{kind}.{ext}",
         dataset=DATASETS,
-        kind=("rules", "tie_sizes"),
+        kind=kinds,
         ext=("png", "pdf"),
     )
     return out

@@ -1,7 +1,8 @@
 # Full-catalog evaluation (evaluation.candidates: [sampled, full]): every catalogue item the user
-# never interacted with is a candidate. One step fits the scorer, scores users in chunks and keeps
-# per row the held-out item, its tie group and the n_higher/n_lower counts (the full score matrix
-# is never written); hash seeds, evaluation and audit are the sampled rules on that file.
+# never interacted with is a candidate. One step fits the scorer, scores users in chunks and
+# reduces each row to a summary line (held-out item, n_higher/n_tied/n_lower, and per rule the tie
+# members it puts first, hash seeds included), so neither the score matrix nor a tie group is
+# ever stored; evaluation and audit are the sampled rules on that summary table.
 rule full_scores:
     input:
         candidates="results/{dataset}/candidates.parquet",
@@ -10,10 +11,12 @@ rule full_scores:
         attributes="data/interim/{dataset}/item_attributes.parquet",
         lib=lib(
             "fullcatalog.py",
+            "hashing.py",
             "sampling.py",
             "scorers/__init__.py",
             "scorers/base.py",
             "scorers/attribute.py",
+            "scorers/popularity.py",
         ),
     output:
         "results/{dataset}/full/{scorer}/scores.parquet",
@@ -29,30 +32,16 @@ rule full_scores:
         spec=scorer_spec,
         n_rows=full_rows,
         chunk_pairs=config["evaluation"]["full_chunk_pairs"],
-        max_lines=config["evaluation"]["full_max_lines"],
+        seeds=recorded_hash_seeds(),
+        positive_position=config["evaluation"]["positive_position"],
+        seed=config["evaluation"]["seed"],
     script:
         "../../scripts/full_scores.py"
-
-
-use rule hash_seeds as hash_seeds_full with:
-    input:
-        scores="results/{dataset}/full/{scorer}/scores.parquet",
-        lib=lib("candidates.py", "evaluate.py", "hashing.py", "measures.py"),
-    output:
-        "results/{dataset}/full/{scorer}/hash_seeds/chunk{chunk}.npy",
-    log:
-        f"{LOGS}/hash_seeds_full/{{dataset}}/{{scorer}}/chunk{{chunk}}.log",
-    benchmark:
-        f"{BENCH}/hash_seeds_full/{{dataset}}/{{scorer}}/chunk{{chunk}}.tsv"
 
 
 use rule evaluate as evaluate_full with:
     input:
         scores="results/{dataset}/full/{scorer}/scores.parquet",
-        chunks=expand(
-            "results/{{dataset}}/full/{{scorer}}/hash_seeds/chunk{chunk}.npy",
-            chunk=seed_chunks(),
-        ),
         lib=lib(
             "candidates.py",
             "evaluate.py",
