@@ -71,7 +71,8 @@ def test_full_catalog_results_exist(run: Path) -> None:
         for name in ("invariance.csv", "diagnostics.csv", "checklist.md"):
             assert (base / "audit" / name).stat().st_size > 0
         table = read_candidates(base / "scores.parquet")
-        assert table.n_rows == FULL_ROWS and table.n_higher is not None
+        assert table.is_summary and table.n_rows == FULL_ROWS == table.n_candidates
+        assert {"input_order", "item_id", "hash:0", "hash:19"} <= set(table.before)
         # the sampled results are still there, untouched by the full-catalog ones
         assert (run / "results" / "mini" / s / "metrics.csv").is_file()
     # the full-catalog rows are the first FULL_ROWS sampled rows
@@ -116,6 +117,9 @@ def test_paper_tables_have_the_full_catalog_block(run: Path) -> None:
     assert list(ties.columns[:3]) == ["dataset", "candidates", "scorer"]
     assert len(ties) == 2 * len(SCORERS)
     assert set(ties[ties["candidates"] == "full"]["invariant:expected"]) == {"yes"}
+    for ext in ("png", "pdf"):  # the full-catalog figure beside the sampled ones
+        assert (paper / "figures" / f"mini_full_rules.{ext}").stat().st_size > 0
+        assert (paper / "figures" / f"mini_rules.{ext}").stat().st_size > 0
     text = (paper / "checklist.md").read_text()
     assert text.count("## Tie-handling report") == 2 * len(SCORERS)
     assert text.count("(full catalogue)") == len(SCORERS)

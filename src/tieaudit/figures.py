@@ -51,8 +51,10 @@ def rules_figure(
         if "hash_mean" in rules:
             xm = x - 0.4 + (len(bars) + 0.5) * width
             mean = np.array([get(s, "hash_mean") for s in scorers])
-            lo = mean - np.array([get(s, "hash_mean", "min") for s in scorers])
-            hi = np.array([get(s, "hash_mean", "max") for s in scorers]) - mean
+            # value (row mean of the seed mean) and min/max (over the seeds' row means) are
+            # summed in different orders: with every seed alike they differ in the last bits
+            lo = np.maximum(mean - np.array([get(s, "hash_mean", "min") for s in scorers]), 0)
+            hi = np.maximum(np.array([get(s, "hash_mean", "max") for s in scorers]) - mean, 0)
             ax.errorbar(xm, mean, yerr=[lo, hi], fmt="o", color=_COLORS["hash"], ms=4,
                         capsize=3, label="hash_mean (seed min-max)")  # fmt: skip
         if "expected" in rules:

@@ -2,6 +2,7 @@
 localrules:
     paper_tables,
     figures,
+    figures_full,
 
 
 rule paper_tables:
@@ -75,3 +76,25 @@ rule figures:
         rules=config["evaluation"]["rules"],
     script:
         "../../scripts/figures.py"
+
+
+rule figures_full:
+    input:
+        metrics=expand("results/{{dataset}}/full/{scorer}/metrics.csv", scorer=SCORERS),
+        lib=lib("figures.py"),
+    output:
+        rules=report(
+            multiext("results/paper/figures/{dataset}_full_rules", ".png", ".pdf"),
+            caption="../report/figure_rules_full.rst",
+            category="Figures",
+        ),
+    log:
+        f"{LOGS}/figures_full/{{dataset}}.log",
+    conda:
+        "../../environment.yml"
+    params:
+        scorers=SCORERS,
+        headline=config["evaluation"]["headline"],
+        rules=config["evaluation"]["rules"],
+    script:
+        "../../scripts/figures_full.py"
