@@ -106,17 +106,23 @@ def test_full_catalog_invariance_verdicts(run: Path) -> None:
 def test_paper_tables_have_the_full_catalog_block(run: Path) -> None:
     paper = run / "results" / "paper"
     t = pd.read_csv(paper / "table_mini.csv")
-    assert list(t.columns[:4]) == ["candidates", "scorer", "rule", "nDCG@10"]
-    assert list(t["candidates"].drop_duplicates()) == ["sampled", "full"]
-    assert len(t) == 2 * len(SCORERS) * len(RULES)
-    full = pd.read_csv(run / "results/mini/full/popularity/metrics.csv")
-    got = t[(t["candidates"] == "full") & (t["scorer"] == "popularity")].set_index("rule")
-    want = full[full["metric"] == "nDCG@10"].set_index("rule")["value"]
-    assert got.loc["expected", "nDCG@10"] == pytest.approx(want["expected"], rel=1e-12)
+    measures = ["nDCG@10", "HR@10"]
+    block = [f"{h}{x}" for h in measures for x in ("", "_sd", "_min", "_max", "_z")]
+    assert list(t.columns) == ["scorer", "rule"] + block + [f"full:{c}" for c in block]
+    assert len(t) == len(SCORERS) * len(RULES)
+    for setting, folder, pre in (("sampled", "", ""), ("full", "full/", "full:")):
+        m = pd.read_csv(run / f"results/mini/{folder}popularity/metrics.csv")
+        want = m[m["metric"] == "nDCG@10"].set_index("rule")["value"]
+        got = t[t["scorer"] == "popularity"].set_index("rule")[f"{pre}nDCG@10"]
+        assert got.loc["expected"] == pytest.approx(want["expected"], rel=1e-12), setting
+        assert got.loc["input_order"] == pytest.approx(want["input_order"], rel=1e-12), setting
+    md = (paper / "table_mini.md").read_text()
+    assert "| full:nDCG@10 |" in md and md.count("\n") == len(t) + 2
     ties = pd.read_csv(paper / "ties_invariance.csv")
-    assert list(ties.columns[:3]) == ["dataset", "candidates", "scorer"]
-    assert len(ties) == 2 * len(SCORERS)
-    assert set(ties[ties["candidates"] == "full"]["invariant:expected"]) == {"yes"}
+    assert list(ties.columns[:3]) == ["dataset", "scorer", "share_tied"]
+    assert len(ties) == len(SCORERS)
+    assert set(ties["full:invariant:expected"]) == {"yes"}
+    assert set(ties["full:invariant:input_order"]) == {"no"}
     for ext in ("png", "pdf"):  # the full-catalog figure beside the sampled ones
         assert (paper / "figures" / f"mini_full_rules.{ext}").stat().st_size > 0
         assert (paper / "figures" / f"mini_rules.{ext}").stat().st_size > 0

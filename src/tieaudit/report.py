@@ -15,11 +15,13 @@ Tables
 Full-catalog block
     Results of a full-catalog evaluation live under ``results/{dataset}/full/{scorer}/``;
     :func:`collect` tags every line with its ``candidates`` setting (``sampled`` or ``full``) from
-    the path. When a dataset has full-catalog results, its table and ``ties_invariance`` gain a
-    first column ``candidates`` and a second block of lines (the sampled block first, then the
-    full one, same scorers and rules); without them the tables are exactly the sampled ones.
-    ``compare_markdown`` compares the sampled setting only (the paper's protocol), and
-    :func:`combined_checklist` marks the full-catalog checklists in their headings.
+    the path. When full-catalog results are present, the tables gain a block of columns beside
+    the sampled ones, each named ``full:`` + the sampled column's name (``full:nDCG@10``,
+    ``full:nDCG@10_sd``, ..., ``full:share_tied``, ``full:invariant:input_order``): the same
+    scorer and rule on one line, sampled and full-catalog side by side. Without them the tables
+    are exactly the sampled ones. ``compare_markdown`` compares the sampled setting only (the
+    paper's protocol), and :func:`combined_checklist` marks the full-catalog checklists in their
+    headings.
 """
 
 from __future__ import annotations
@@ -89,21 +91,26 @@ def _sampled(frame: pd.DataFrame) -> pd.DataFrame:
     return frame[frame["candidates"] == "sampled"]
 
 
+def _prefix(setting: str) -> str:
+    """Column prefix of a candidate setting's block: none for sampled, ``full:`` for full."""
+    return "" if setting == "sampled" else f"{setting}:"
+
+
 def dataset_table(
     metrics: pd.DataFrame, dataset: str, scorers: Sequence[str], rules: Sequence[str],
     headline: Sequence[str],
 ) -> pd.DataFrame:  # fmt: skip
     """Scorer x rule table of the headline measures for one dataset (see module doc); with
-    full-catalog results a leading ``candidates`` column and a full-catalog block."""
+    full-catalog results a ``full:`` block of columns beside the sampled ones."""
     m = metrics[metrics["dataset"] == dataset]
     settings = _settings(metrics, [dataset])
     rows = []
-    for c in settings:
-        mc = m[m["candidates"] == c] if "candidates" in m.columns else m
-        for s in scorers:
-            for r in rules:
-                rec: dict[str, object] = {"candidates": c} if settings != ["sampled"] else {}
-                rec.update({"scorer": s, "rule": r})
+    for s in scorers:
+        for r in rules:
+            rec: dict[str, object] = {"scorer": s, "rule": r}
+            for c in settings:
+                mc = m[m["candidates"] == c] if "candidates" in m.columns else m
+                pre = _prefix(c)
                 for h in headline:
                     sel = mc[(mc["scorer"] == s) & (mc["rule"] == r) & (mc["metric"] == h)]
                     if sel.empty:
@@ -111,10 +118,10 @@ def dataset_table(
                             f"no {h} for {dataset}/{s} ({c} candidates) under {r} in the metrics"
                         )
                     one = sel.iloc[0]
-                    rec[h] = one["value"]
+                    rec[f"{pre}{h}"] = one["value"]
                     for col in ("sd", "min", "max", "z"):
-                        rec[f"{h}_{col}"] = one[col]
-                rows.append(rec)
+                        rec[f"{pre}{h}_{col}"] = one[col]
+            rows.append(rec)
     return pd.DataFrame(rows)
 
 
@@ -122,39 +129,36 @@ def ties_invariance_table(
     diagnostics: pd.DataFrame, invariance: pd.DataFrame, datasets: Sequence[str],
     scorers: Sequence[str], rules: Sequence[str], headline: Sequence[str],
 ) -> pd.DataFrame:  # fmt: skip
-    """Per dataset and scorer: ties at the relevant item and each rule's invariance verdict."""
+    """Per dataset and scorer: ties at the relevant item and each rule's invariance verdict; with
+    full-catalog results a ``full:`` block of the same columns beside them (empty for a dataset
+    without full-catalog results)."""
     ks = sorted({int(h.split("@")[1]) for h in headline})
     settings = _settings(diagnostics, datasets)
     tagged = "candidates" in diagnostics.columns and "candidates" in invariance.columns
     rows = []
     for d in datasets:
-        for c in settings:
-            for s in scorers:
+        for s in scorers:
+            rec: dict[str, object] = {"dataset": d, "scorer": s}
+            for c in settings:
                 dg = diagnostics[(diagnostics["dataset"] == d) & (diagnostics["scorer"] == s)]
                 iv = invariance[(invariance["dataset"] == d) & (invariance["scorer"] == s)]
                 if tagged:
                     dg, iv = dg[dg["candidates"] == c], iv[iv["candidates"] == c]
-                if dg.empty and c != "sampled":
-                    continue  # this dataset has no full-catalog results
-
                 def diag(name: str, key: str = "", dg: pd.DataFrame = dg) -> float:
+                    if dg.empty:  # no results of this setting for this dataset
+                        return math.nan
                     sel = dg[(dg["diagnostic"] == name) & (dg["key"].fillna("") == key)]
                     return float(sel["value"].iloc[0])
 
-                rec: dict[str, object] = {"dataset": d}
-                if settings != ["sampled"]:
-                    rec["candidates"] = c
-                rec.update({
-                    "scorer": s,
-                    "share_tied": diag("share_positive_tied"),
-                    "mean_t": diag("mean_tie_size_at_positive"),
-                })  # fmt: skip
+                pre = _prefix(c)
+                rec[f"{pre}share_tied"] = diag("share_positive_tied")
+                rec[f"{pre}mean_t"] = diag("mean_tie_size_at_positive")
                 for k in ks:
-                    rec[f"straddle@{k}"] = diag("share_tie_group_straddles_k", f"k={k}")
+                    rec[f"{pre}straddle@{k}"] = diag("share_tie_group_straddles_k", f"k={k}")
                 verdicts = iv.drop_duplicates("rule").set_index("rule")["invariant"]
                 for r in rules:
-                    rec[f"invariant:{r}"] = verdicts.get(r, "")
-                rows.append(rec)
+                    rec[f"{pre}invariant:{r}"] = verdicts.get(r, "")
+            rows.append(rec)
     return pd.DataFrame(rows)
 
 
