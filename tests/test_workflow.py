@@ -36,9 +36,9 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[int, Path]:
 
 
 def tables(root: Path) -> dict[str, bytes]:
-    files = sorted((root / "results").glob("paper/*.*")) + sorted(
-        (root / "results").glob("*/*/metrics.csv")
-    ) + sorted((root / "results").glob("*/*/audit/*"))  # fmt: skip
+    patterns = ("paper/*.*", "*/*/metrics.csv", "*/*/audit/*", "*/full/*/metrics.csv",
+                "*/full/*/audit/*", "*/full/*/scores.parquet")  # fmt: skip
+    files = [p for pat in patterns for p in sorted((root / "results").glob(pat))]
     return {str(p.relative_to(root)): p.read_bytes() for p in files}
 
 
@@ -51,13 +51,16 @@ def test_paper_tables_have_expected_rows_and_columns(runs: dict[int, Path]) -> N
         assert len(t) == 3 * 8
         for ext in ("md", "tex"):
             assert (paper / f"table_{d}.{ext}").stat().st_size > 0
-        for kind in ("rules", "tie_sizes"):
+        assert "full:nDCG@10" in t.columns  # the demo runs the full catalogue too
+        for kind in ("rules", "tie_sizes", "full_rules"):
             for ext in ("png", "pdf"):
                 assert (paper / "figures" / f"{d}_{kind}.{ext}").stat().st_size > 1000
     ties = pd.read_csv(paper / "ties_invariance.csv")
     assert len(ties) == 6 and "invariant:hash_mean" in ties.columns
+    assert "full:invariant:hash_mean" in ties.columns
     assert "Patterns the paper reports" in (paper / "compare.md").read_text()
-    assert (paper / "checklist.md").read_text().count("## Tie-handling report") == 6
+    text = (paper / "checklist.md").read_text()
+    assert text.count("## Tie-handling report") == 12 and text.count("(full catalogue)") == 6
 
 
 def test_input_order_inflates_attribute_overlap(runs: dict[int, Path]) -> None:

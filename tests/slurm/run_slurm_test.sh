@@ -38,8 +38,9 @@ CTLD_PORT=$PORT_BASE
 SLURMD_PORT=$((PORT_BASE + 1))
 DBD_PORT=$((PORT_BASE + 2))
 DB_PORT=$((PORT_BASE + 3))
-# rules whose jobs the profile sends to Slurm (download, paper_tables, figures, all are local)
-SLURM_RULES="synthesize prepare split candidates score hash_seeds evaluate audit"
+# rules whose jobs the profile sends to Slurm (download, paper_tables, figures, figures_full and
+# all are local)
+SLURM_RULES="synthesize prepare split candidates score hash_seeds evaluate audit full_scores evaluate_full audit_full"
 
 STAGE=setup
 TMP=""
@@ -389,7 +390,8 @@ jobs_of_run() {  # jobs_of_run RUN_ID: "jobid|comment|state" per Slurm job of th
 
 tables() {  # tables DIR: the result tables, relative paths, sorted
     (cd "$1" && ls results/paper/*.csv results/paper/*.md results/paper/*.tex \
-        results/*/*/metrics.csv results/*/*/audit/* 2>/dev/null | sort)
+        results/*/*/metrics.csv results/*/*/audit/* \
+        results/*/full/*/metrics.csv results/*/full/*/audit/* 2>/dev/null | sort)
 }
 
 same_tables() {  # same_tables DIR_A DIR_B: the same list of tables and identical bytes
