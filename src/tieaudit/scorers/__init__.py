@@ -9,6 +9,7 @@ Built-ins (registered on import): ``attribute_overlap`` (option ``weight``: ``ra
 ``binary`` | ``count``), ``residualized_attribute`` (same option) and ``popularity``. A user scorer
 is named ``"package.module:Class"`` (importable) or ``"path/to/file.py:Class"`` and constructed
 with the options; ``examples/my_scorer.py`` at the repository top level is a worked example.
+:class:`MatrixScorer` wraps a precomputed users x items score matrix (a model run elsewhere).
 """
 
 from tieaudit.scorers.attribute import AttributeOverlapScorer, ResidualizedAttributeScorer
@@ -22,6 +23,7 @@ from tieaudit.scorers.base import (
     register,
     score_candidates,
 )
+from tieaudit.scorers.matrix import MatrixScorer
 from tieaudit.scorers.popularity import PopularityScorer
 
 __all__ = [
@@ -36,4 +38,5 @@ __all__ = [
     "AttributeOverlapScorer",
     "ResidualizedAttributeScorer",
     "PopularityScorer",
+    "MatrixScorer",
 ]

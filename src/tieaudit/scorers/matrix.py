@@ -1,0 +1,109 @@
+"""``MatrixScorer``: a precomputed users x items score matrix as a scorer.
+
+A model evaluated elsewhere (a factorisation, a network run on a GPU) usually leaves a dense
+``users x items`` array of scores. Wrapped in a :class:`MatrixScorer`, it goes through the same
+full-catalog reduction and tie audit as the built-in scorers::
+
+    from tieaudit.fullcatalog import full_catalog_candidates
+    from tieaudit.scorers import MatrixScorer
+
+    scorer = MatrixScorer(scores, user_ids, item_ids)      # scores[u, i], float
+    summary = full_catalog_candidates(rows, history, item_ids, scorer)
+    tieaudit.evaluate(summary, ["nDCG@10"], ["input_order", "expected", "hash_mean"])
+
+``score`` and ``score_matrix`` look the scores up; they are the stored floats themselves, so ties
+are exactly the matrix's ties (float32 scores are widened to float64 exactly). ``fit`` does
+nothing. A pair whose user or item is not in the matrix is an error, unless ``fill`` gives its
+score (a model that saw neither cannot rank it, so there is no silent default).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from tieaudit.scorers._ids import ids, object_index
+
+__all__ = ["MatrixScorer"]
+
+
+class MatrixScorer:
+    """Scores looked up in ``scores[user, item]`` (rows follow ``user_ids``, columns
+    ``item_ids``; ids are compared as strings). ``fill``: the score of a pair whose user or item
+    is not in the matrix (default: such a pair raises ``KeyError``)."""
+
+    def __init__(self, scores, user_ids, item_ids, *, fill: float | None = None):
+        matrix = np.asarray(scores)
+        users = ids([str(u) for u in user_ids])
+        items = ids([str(i) for i in item_ids])
+        if matrix.ndim != 2 or matrix.shape != (len(users), len(items)):
+            raise ValueError(
+                f"scores has shape {matrix.shape}; expected ({len(users)}, {len(items)}) for "
+                f"{len(users)} user ids and {len(items)} item ids"
+            )
+        if not np.issubdtype(matrix.dtype, np.number) or np.iscomplexobj(matrix):
+            raise ValueError(f"scores must be real numbers, got dtype {matrix.dtype}")
+        matrix = matrix.astype(np.float64)  # exact for every float32 and int32 value
+        bad = ~np.isfinite(matrix)
+        if bad.any():
+            u, i = np.argwhere(bad)[0]
+            raise ValueError(
+                f"scores: {int(bad.sum())} non-finite value(s), e.g. user {users[u]!r} item "
+                f"{items[i]!r}: {matrix[u, i]}"
+            )
+        for what, values in (("user", users), ("item", items)):
+            dup = pd.Index(values).duplicated()
+            if dup.any():
+                raise ValueError(f"{what} id {values[dup][0]!r} appears twice")
+        if fill is not None and not np.isfinite(fill):
+            raise ValueError(f"fill must be a finite number, got {fill!r}")
+        self.scores = matrix
+        self.fill = None if fill is None else float(fill)
+        self._users = object_index(users)
+        self._items = object_index(items)
+        self._last_items: tuple[object, np.ndarray] | None = None
+
+    def fit(self, history: pd.DataFrame | None = None, item_attributes=None) -> MatrixScorer:
+        """Nothing to fit: the scores are given."""
+        return self
+
+    def _codes(self, index: pd.Index, values, what: str) -> np.ndarray:
+        """Row or column of each id (-1: not in the matrix); each distinct id converted once."""
+        values = ids(values)
+        codes, uniques = pd.factorize(values)
+        found = index.get_indexer(np.array([str(v) for v in uniques], dtype=object))
+        out = np.append(found.astype(np.int64), -1)[codes]  # a missing id (code -1) stays -1
+        if self.fill is None and np.any(out < 0):
+            raise KeyError(
+                f"{what} {values[out < 0][0]!r} is not in the score matrix "
+                "(pass fill= to score such pairs)"
+            )
+        return out
+
+    def _item_codes(self, item_ids) -> np.ndarray:
+        """Column codes, kept for the last item array (full-catalog evaluation passes the same
+        catalogue array for every chunk)."""
+        if self._last_items is None or self._last_items[0] is not item_ids:
+            self._last_items = (item_ids, self._codes(self._items, item_ids, "item"))
+        return self._last_items[1]
+
+    def score(self, user_ids, item_ids) -> np.ndarray:
+        u = self._codes(self._users, user_ids, "user")
+        i = self._codes(self._items, item_ids, "item")
+        if len(u) != len(i):
+            raise ValueError(f"{len(u)} user ids but {len(i)} item ids")
+        known = (u >= 0) & (i >= 0)
+        out = np.full(len(u), self.fill if self.fill is not None else 0.0)
+        out[known] = self.scores[u[known], i[known]]
+        return out
+
+    def score_matrix(self, user_ids, item_ids) -> np.ndarray:
+        u = self._codes(self._users, user_ids, "user")
+        i = self._item_codes(item_ids)
+        if self.scores.size == 0:  # no user or no item: every pair is filled
+            return np.full((len(u), len(i)), self.fill if self.fill is not None else 0.0)
+        out = self.scores[np.ix_(np.maximum(u, 0), np.maximum(i, 0))]
+        if self.fill is not None and (np.any(u < 0) or np.any(i < 0)):
+            out[u < 0, :] = self.fill
+            out[:, i < 0] = self.fill
+        return out

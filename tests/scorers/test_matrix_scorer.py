@@ -1,0 +1,90 @@
+"""MatrixScorer: a precomputed users x items score matrix through the full-catalog audit."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pandas.testing as pdt
+import pytest
+
+from tieaudit import evaluate
+from tieaudit.fullcatalog import full_catalog_candidates
+from tieaudit.scorers import MatrixScorer, check_scorer
+
+USERS = ["u1", "u2", "u3"]
+ITEMS = ["a", "b", "c", "d", "e"]
+
+
+def matrix(dtype=np.float32) -> np.ndarray:
+    # rounded model outputs: many exact ties (float32, as a GPU model would leave them)
+    rng = np.random.default_rng(0)
+    return np.round(rng.random((len(USERS), len(ITEMS))), 1).astype(dtype)
+
+
+def test_lookups_are_the_stored_floats() -> None:
+    m = matrix()
+    scorer = MatrixScorer(m, USERS, ITEMS).fit(None, None)
+    check_scorer(scorer)
+    got = scorer.score(np.array(["u2", "u1", "u2"], dtype=object), np.array(["e", "a", "a"]))
+    assert got.dtype == np.float64
+    assert got.tolist() == [float(m[1, 4]), float(m[0, 0]), float(m[1, 0])]
+    block = scorer.score_matrix(np.array(["u3", "u1"]), np.array(ITEMS[::-1]))
+    assert np.array_equal(block, m[[2, 0]][:, ::-1].astype(np.float64))
+    # ids are compared as strings
+    num = MatrixScorer(np.eye(2), [1, 2], [10, 20])
+    assert num.score(["2"], [20]).tolist() == [1.0]
+
+
+def test_unknown_ids_raise_unless_filled() -> None:
+    scorer = MatrixScorer(matrix(), USERS, ITEMS)
+    with pytest.raises(KeyError, match="user 'zz' is not in the score matrix"):
+        scorer.score(np.array(["zz"]), np.array(["a"]))
+    with pytest.raises(KeyError, match="item 'q'"):
+        scorer.score_matrix(np.array(["u1"]), np.array(["a", "q"]))
+    filled = MatrixScorer(matrix(), USERS, ITEMS, fill=-1.0)
+    assert filled.score(np.array(["zz", "u1"]), np.array(["a", "q"])).tolist() == [-1.0, -1.0]
+    block = filled.score_matrix(np.array(["u1", "zz"]), np.array(["q", "a"]))
+    assert block.tolist() == [[-1.0, float(matrix()[0, 0])], [-1.0, -1.0]]
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        ((np.zeros((2, 5)), USERS, ITEMS), r"shape \(2, 5\); expected \(3, 5\)"),
+        ((np.zeros(15), USERS, ITEMS), r"shape \(15,\)"),
+        ((np.full((3, 5), np.nan), USERS, ITEMS), "non-finite value"),
+        ((np.zeros((3, 5)), ["u1", "u1", "u3"], ITEMS), "user id 'u1' appears twice"),
+        ((np.zeros((3, 5)), USERS, ["a", "b", "c", "d", "a"]), "item id 'a' appears twice"),
+        ((np.full((3, 5), "x"), USERS, ITEMS), "real numbers"),
+    ],
+)
+def test_bad_matrices(args, fragment) -> None:
+    with pytest.raises(ValueError, match=fragment):
+        MatrixScorer(*args)
+
+
+def test_full_catalog_audit_of_a_matrix_equals_the_stored_table() -> None:
+    rng = np.random.default_rng(1)
+    users = [f"u{k}" for k in range(30)]
+    items = [f"i{k:02d}" for k in range(40)]
+    scores = np.round(rng.random((30, 40)) * 4) / 4  # five levels: ties everywhere
+    history = pd.DataFrame({"user_id": np.repeat(users, 3),
+                            "item_id": [items[j] for j in rng.integers(0, 40, 90)]})  # fmt: skip
+    held = [items[j] for j in rng.integers(0, 40, 30)]
+    rows = pd.DataFrame({"user_id": users, "item_id": held})
+    scorer = MatrixScorer(scores, users, items)
+    summary = full_catalog_candidates(rows, history, np.array(items, dtype=object), scorer,
+                                      chunk_rows=7, seeds=range(10))  # fmt: skip
+    # the stored full table, straight from the matrix: held-out item first, then catalogue order
+    seen = history.groupby("user_id")["item_id"].agg(set)
+    lines = []
+    for k, (u, pos) in enumerate(zip(users, held, strict=True)):
+        others = [it for it in items if it != pos and it not in seen.get(u, set())]
+        for it in [pos] + others:
+            lines.append(("u" + u, u, it, int(it == pos), scores[k, items.index(it)]))
+    full = pd.DataFrame(lines, columns=["row", "user_id", "item_id", "label", "score"])
+    ms, rules = ["HR@1", "HR@5", "nDCG@10", "MRR@10"], ["input_order", "expected", "hash:3",
+                                                       "hash_mean", "item_id", "pessimistic"]
+    a = evaluate(full, ms, rules, n_seeds=10).summary()
+    b = evaluate(summary, ms, rules, n_seeds=10).summary()
+    pdt.assert_frame_equal(a, b)
