@@ -149,6 +149,13 @@ def test_relevant_stored_at_a_seeded_random_place(data) -> None:
     assert np.array_equal(p, place(1, chunk_rows=3)[0])  # the draw does not depend on chunks
     assert not np.array_equal(p, place(2)[0])
     assert (p[tied > 2] > 0).any() and (p[tied > 2] < tied[tied > 2]).any()
+    # drawn per user: the same places when the rows come in another order, or fewer of them
+    back = full_catalog_candidates(rows.iloc[::-1], history, catalog, scorer, seeds=[],
+                                   positive_position="random", seed=1)  # fmt: skip
+    assert np.array_equal(back["before:input_order"].to_numpy()[::-1], p)
+    few = full_catalog_candidates(rows.iloc[5:9], history, catalog, scorer, seeds=[],
+                                  positive_position="random", seed=1)  # fmt: skip
+    assert np.array_equal(few["before:input_order"].to_numpy(), p[5:9])
 
 
 def test_random_rule_is_the_documented_exception(data) -> None:
@@ -290,8 +297,8 @@ def test_score_matrix_is_used_and_checked(data) -> None:
     via_blocks = full_catalog_candidates(rows, history, catalog, hook, chunk_rows=5)
     pdt.assert_frame_equal(via_pairs, via_blocks, check_exact=True)
     n_items = len(np.unique(catalog))
-    assert hook.blocks == -(-len(rows) // 5) + 1  # every chunk, plus the first-chunk check
-    assert hook.pairs <= 5 * n_items  # score only for the check
+    assert hook.blocks == -(-len(rows) // 5) + 3  # every chunk, plus 3 for the first's check
+    assert hook.pairs <= 3 * 5 * n_items  # score only for the checks
     with pytest.raises(ValueError, match="score_matrix differs from its score"):
         full_catalog_candidates(rows, history, catalog, _Matrix(inner, wrong=True))
 
@@ -343,3 +350,45 @@ def test_equal_hash_keys_fall_back_to_item_id_order(data, monkeypatch) -> None:
     full = materialised(rows, history, catalog, scorer.score)
     rules = ["hash:0", "hash:5", "item_id"]
     pdt.assert_frame_equal(summary(full, rules), summary(reduced, rules))
+
+
+class _SortedRows(_Matrix):
+    """A score_matrix that returns its rows sorted by user id: wrong unless the chunk's users
+    happen to come sorted."""
+
+    def score_matrix(self, users, items):
+        return super().score_matrix(np.sort(users), items)
+
+
+class _CountsUsers:
+    """Batch-dependent in both paths: every score depends on how many users share the call."""
+
+    def __init__(self, inner):
+        self.inner = inner
+
+    def score(self, users, items):
+        return self.inner.score(users, items) + len(set(users))
+
+    def score_matrix(self, users, items):
+        s = self.inner.score(np.repeat(users, len(items)), np.tile(items, len(users)))
+        return s.reshape(len(users), len(items)) + len(set(users))
+
+
+def test_a_wrong_score_matrix_is_caught_on_a_large_catalogue(data) -> None:
+    history, rows, catalog, attrs = data
+    big = np.array(list(catalog) + [f"x{j:05d}" for j in range(5000)], dtype=object)
+    inner = get_scorer("attribute_overlap").fit(history, attrs)  # rows differ by user
+    shuffled = rows.iloc[::-1].reset_index(drop=True)  # users not in sorted order
+    with pytest.raises(ValueError, match="score_matrix differs from its score"):
+        full_catalog_candidates(shuffled, history, big, _SortedRows(inner), seeds=[])
+    with pytest.raises(ValueError, match="depend"):
+        full_catalog_candidates(rows, history, big, _CountsUsers(inner), seeds=[])
+
+
+def test_ids_with_trailing_nul_stay_distinct() -> None:
+    # numpy's fixed-width strings would drop the NUL and merge the two items
+    rows = pd.DataFrame({"user_id": ["u"], "item_id": ["z\x00"]})
+    history = pd.DataFrame({"user_id": ["v"], "item_id": ["y"]})
+    out = full_catalog_candidates(rows, history, ["z", "z\x00", "y"], _Constant(), seeds=[0])
+    assert out["item_id"].tolist() == ["z\x00"]
+    assert out["n_tied"].tolist() == [2] and out["before:item_id"].tolist() == [2]

@@ -672,6 +672,12 @@ ROW_ERRORS = [
     ("modal_below", setting("n_modal", 0, 3), 0, "n_modal outside 1 + n_tied"),
     ("modal_above", setting("n_modal", 2, 7), 2, "n_modal outside"),
     ("modal_zero", setting("n_modal", 1, 0), 1, "n_modal outside"),
+    # A: 2 above, 4 tied, 5 below: no group of equal scores can hold 6 of its 11 candidates
+    ("modal_above_every_group", setting("n_modal", 0, 6), 0,
+     "n_modal outside 1 + n_tied .. max(1 + n_tied, n_higher, n_lower)"),
+    # every tied item's id sorts before or after the relevant one: A has 3 tied, 3 before by id
+    ("item_id_and_docno_desc", setting("before:docno_desc", 0, 1), 0,
+     "before:item_id + before:docno_desc other than n_tied"),
     ("tied_fraction", setting("n_tied", 2, 1.5), 2, "n_tied must be a whole number >= 0"),
     ("tied_negative", setting("n_tied", 1, -1), 1, "n_tied must be a whole number >= 0"),
     (
@@ -821,10 +827,13 @@ def test_rule_without_its_before_column_names_it() -> None:
         ("item_id", "before:item_id"),
         ("docno_desc", "before:docno_desc"),
         ("hash:0", "before:hash:0"),
-        ("hash_mean", "before:hash:0"),
     ]:
         with pytest.raises(ValueError, match=re.escape(f"needs column {column}")):
             evaluate(bare, ["HR@3"], [rule], n_seeds=2)
+    with pytest.raises(ValueError, match=re.escape("2 hash seeds (0..1) need before:hash:S "
+                                                   "columns for each; the table records seeds "
+                                                   "none, 2 missing (e.g. before:hash:0)")):
+        evaluate(bare, ["HR@3"], ["hash_mean"], n_seeds=2)
     no_order = summarise(members(), seeds=1, rules=("item_id",))
     for rule in ("input_order", "random:0"):
         with pytest.raises(ValueError, match="needs column before:input_order"):
@@ -834,9 +843,10 @@ def test_rule_without_its_before_column_names_it() -> None:
 def test_hash_mean_with_more_seeds_than_recorded_fails(tmp_path, capsys) -> None:
     summary = summarise(members())  # before:hash:0 .. before:hash:2
     evaluate(summary, ["HR@3"], ["hash_mean"], n_seeds=SEEDS)  # enough
-    with pytest.raises(ValueError, match="rule hash:3 needs column before:hash:3"):
+    with pytest.raises(ValueError, match=r"5 hash seeds \(0\.\.4\) .* records seeds 0\.\.2, "
+                                         r"2 missing \(e\.g\. before:hash:3\); evaluate fewer"):
         evaluate(summary, ["HR@3"], ["hash_mean"], n_seeds=SEEDS + 2)
-    with pytest.raises(ValueError, match="needs column before:hash:3"):
+    with pytest.raises(ValueError, match="e.g. before:hash:3"):
         hash_seed_ranks(summary, range(5))
     path = tmp_path / "summary.csv"
     write_table(summary, path)
@@ -950,3 +960,10 @@ def test_checklist_of_untied_summary_says_the_place_does_not_matter() -> None:
     res = audit(frame, ["HR@1", "HR@5"], ["input_order", "expected"], n_permutations=1)
     assert "no relevant item is tied, so its stored place decides nothing" in res.checklist
     assert not NAN.search(res.checklist), res.checklist
+
+
+def test_seed_ranges_in_messages() -> None:
+    from tieaudit.evaluate import _seed_ranges
+
+    assert _seed_ranges([0, 1, 2, 5, 7, 8]) == "0..2, 5, 7..8"
+    assert _seed_ranges([4]) == "4" and _seed_ranges([]) == ""

@@ -73,14 +73,14 @@ import pyarrow.compute as pc
 
 __all__ = [
     "CandidateTable", "CandidateError", "read_candidates", "REQUIRED_COLUMNS", "COUNT_COLUMNS",
-    "SUMMARY_COLUMNS", "BEFORE_PREFIX", "BEFORE_RULES",
+    "SUMMARY_COUNT_COLUMNS", "BEFORE_PREFIX", "BEFORE_RULES",
 ]  # fmt: skip
 
 REQUIRED_COLUMNS = ("row", "user_id", "item_id", "label", "score")
 #: Optional per-row counts (see the module docstring).
 COUNT_COLUMNS = ("n_relevant", "n_higher", "n_lower")
 #: Per-row counts of a summary table (see the module docstring).
-SUMMARY_COLUMNS = ("n_tied", "n_modal")
+SUMMARY_COUNT_COLUMNS = ("n_tied", "n_modal")
 #: Prefix of a summary table's per-rule columns, ``before:RULE``.
 BEFORE_PREFIX = "before:"
 #: Rule kinds a ``before:RULE`` column may describe.
@@ -235,13 +235,13 @@ class CandidateTable:
 
     def counts(self) -> dict[str, np.ndarray]:
         """The optional per-row count columns that are present, by name (``before:RULE`` too)."""
-        out = {c: getattr(self, c) for c in COUNT_COLUMNS + SUMMARY_COLUMNS}
+        out = {c: getattr(self, c) for c in COUNT_COLUMNS + SUMMARY_COUNT_COLUMNS}
         out.update({BEFORE_PREFIX + r: v for r, v in self.before.items()})
         return {c: v for c, v in out.items() if v is not None}
 
     def _count_fields(self) -> dict[str, object]:
         """The optional per-row counts as constructor arguments."""
-        out: dict[str, object] = {c: getattr(self, c) for c in COUNT_COLUMNS + SUMMARY_COLUMNS}
+        out: dict[str, object] = {c: getattr(self, c) for c in COUNT_COLUMNS + SUMMARY_COUNT_COLUMNS}
         out["before"] = dict(self.before)
         return out
 
@@ -445,7 +445,7 @@ def _check_unique_columns(names: list[str], source: str) -> None:
 
 
 def _is_count_column(name: str) -> bool:
-    return name in COUNT_COLUMNS or name in SUMMARY_COLUMNS or name.startswith(BEFORE_PREFIX)
+    return name in COUNT_COLUMNS or name in SUMMARY_COUNT_COLUMNS or name.startswith(BEFORE_PREFIX)
 
 
 def _before_rule(column: str, source: str) -> str:
@@ -480,11 +480,18 @@ def _check_summary(row, is_pos, row_ids, counts, before, bad_rows) -> None:
             f"before:{name} above n_tied",
             "before:RULE counts members of the relevant item's tie group (at most n_tied)",
         )
-    if "n_modal" in counts:
-        length = 1 + tied + counts.get("n_higher", 0) + counts.get("n_lower", 0)
+    if "item_id" in before and "docno_desc" in before:
         bad_rows(
-            np.flatnonzero((counts["n_modal"] < 1 + tied) | (counts["n_modal"] > length)),
-            "n_modal outside 1 + n_tied .. the row's length",
+            np.flatnonzero(before["item_id"] + before["docno_desc"] != tied),
+            "before:item_id + before:docno_desc other than n_tied",
+            "every tied item's id sorts either before or after the relevant item's",
+        )
+    if "n_modal" in counts:
+        # the largest group of equal scores: the tie group, or one inside the higher or lower ones
+        largest = np.maximum(1 + tied, np.maximum(counts.get("n_higher", 0), counts.get("n_lower", 0)))
+        bad_rows(
+            np.flatnonzero((counts["n_modal"] < 1 + tied) | (counts["n_modal"] > largest)),
+            "n_modal outside 1 + n_tied .. max(1 + n_tied, n_higher, n_lower)",
             "n_modal is the size of the row's largest group of equal scores",
         )
 

@@ -219,10 +219,12 @@ def summary_random_before(table: CandidateTable, seed: int) -> np.ndarray:
     (``before:input_order``), so the shuffle is drawn per row: place ``j`` of the group
     (``0 .. t-1``) gets the key ``mix(mix(H(row) ^ mix(j + G)) ^ salt(SEED))`` (the
     :mod:`tieaudit.hashing` key with the row id for the user and the place for the item), and
-    the relevant item is preceded by the places with smaller keys. Like the rule on a stored
-    table, the outcome depends on the stored place ``p`` (the audit moves it); over seeds it is
-    uniform on ``0 .. t-1``. It differs from ``random:SEED`` on the full stored table, whose
-    shuffle permutes the positions of every line of the table.
+    the relevant item is preceded by the places with smaller keys. As on a stored table, the
+    outcome depends on the stored order, but only through the relevant item's place ``p`` (the
+    audit moves it; a permutation of the other members that keeps ``p`` moves it on a stored
+    table, not here, so the audit's share of rows moved is a lower bound); over seeds it is
+    uniform on ``0 .. t-1``. It is not ``random:SEED`` of the full stored table, whose shuffle
+    permutes the positions of every line of the table.
     """
     p = _summary_before(table, TieRule("input_order"))
     t = 1 + table.n_tied
@@ -707,6 +709,16 @@ def _hash_ranks(
     if table.is_summary:
         if not seeds:
             return np.empty((0, ts.n_items), dtype=np.int64)
+        missing = [s for s in seeds if f"hash:{s}" not in table.before]
+        if missing and len(seeds) > 1:
+            recorded = sorted(int(r.split(":")[1]) for r in table.before if r.startswith("hash:"))
+            have = _seed_ranges(recorded) if recorded else "none"
+            raise ValueError(
+                f"{table.source}: {len(seeds)} hash seeds ({_seed_ranges(list(seeds))}) need "
+                f"before:hash:S columns for each; the table records seeds {have}, "
+                f"{len(missing)} missing (e.g. before:hash:{missing[0]}); evaluate fewer seeds "
+                "(n_seeds, --seeds) or record more when the summary is made"
+            )
         return ts.g + 1 + np.stack([_summary_before(table, TieRule("hash", s)) for s in seeds])
     if not ts.has_members:
         raise ValueError("this tie structure was computed without tie members")
@@ -730,6 +742,18 @@ def _hash_ranks(
                 before[j] |= same & (item_oth < item_pos)
         out[start : start + len(chunk)] += _count_before(ts, before)
     return out
+
+
+def _seed_ranges(seeds: list[int]) -> str:
+    """``[0, 1, 2, 5]`` -> ``"0..2, 5"``."""
+    out, start = [], None
+    for j, s in enumerate(seeds):
+        if start is None:
+            start = s
+        if j + 1 == len(seeds) or seeds[j + 1] != s + 1:
+            out.append(f"{start}" if start == s else f"{start}..{s}")
+            start = None
+    return ", ".join(out)
 
 
 def _cap(measures: Sequence[Measure], rank_cap: int | None) -> int | None:

@@ -12,8 +12,8 @@ tie rule only needs, per row,
 * for each ordered rule, how many members of the tie group it puts before the relevant item.
 
 :func:`full_catalog_candidates` scores the rows in chunks of ``chunk_rows`` users (one
-``chunk_rows x n_items`` block of scores: memory is bounded by the chunk, never by the number of
-rows or the size of a tie group) and reduces every row of the chunk at once, vectorised over the
+``chunk_rows x n_items`` block of scores: the working memory is bounded by the chunk, whatever
+the number of rows or the size of a tie group; the output grows by one line a row) and reduces every row of the chunk at once, vectorised over the
 block, to a **summary table** (:mod:`tieaudit.candidates`): one line per row, its held-out item,
 with those counts as columns. :func:`tieaudit.evaluate` and ``tieaudit evaluate`` read it, and
 every rule gives exactly the ranks of the full table stored relevant-first in catalogue order
@@ -28,8 +28,9 @@ diagnostics), then ``before:RULE``:
 * ``before:input_order`` — the relevant item's place among its tie group in the stored order.
   The conceptual stored order of a row is the relevant item at ``positive_position``
   (``"first"``, the common implementation the paper audits and the sampled setting's default:
-  0; ``"last"``: ``n_tied``; ``"random"``: uniform on ``0 .. n_tied``, from ``make_rng(seed,
-  "full-positive-position")``), the other candidates in catalogue order.
+  0; ``"last"``: ``n_tied``; ``"random"``: uniform on ``0 .. n_tied``, drawn per user from a hash
+  of the user id and ``seed``, see :func:`_user_uniform`), the other candidates in catalogue
+  order.
 * ``before:item_id`` / ``before:docno_desc`` — tied items whose id sorts before / after the
   relevant item's (code-point order).
 * ``before:hash:S`` for every seed ``S`` of ``seeds`` (default ``0 .. 99``, what ``hash_mean``
@@ -57,8 +58,10 @@ Scoring a chunk
 ---------------
 A scorer with ``score_matrix(user_ids, item_ids)`` (:class:`tieaudit.scorers.Scorer`) scores a
 chunk as one ``users x catalogue`` block; it must equal ``score`` on every pair bit for bit,
-which is checked on the first chunk (a scorer that fails is refused with a ``ValueError``).
-Otherwise the chunk's pairs go to ``score`` in one call.
+which is checked on the first chunk for its first 8 users against the whole catalogue, and must
+not depend on which users share the block (the same users scored in two halves); a scorer that
+fails either check is refused with a ``ValueError``. Otherwise the chunk's pairs go to ``score``
+in one call.
 
 Batch-dependent scorers
 -----------------------
@@ -99,9 +102,9 @@ import numpy as np
 import pandas as pd
 
 from tieaudit.evaluate import DEFAULT_SEEDS
-from tieaudit.hashing import pair_keys, seeded_keys, string_hashes
+from tieaudit.hashing import mix64, pair_keys, seeded_keys, string_hashes
 from tieaudit.sampling import row_id
-from tieaudit.seeds import make_rng
+from tieaudit.seeds import make_rng, make_seed
 
 __all__ = [
     "full_catalog_candidates",
@@ -121,8 +124,9 @@ FULL_COLUMNS = (
 _KEY_RULES = ("input_order", "item_id", "docno_desc")
 #: Default pair budget of one chunk (rows x catalogue items scored at once).
 DEFAULT_CHUNK_PAIRS = 2_000_000
-_CHECK_PAIRS = 4096
-_HASH_BLOCK = 1 << 16  # tie members hashed together, per seed (cache-sized)  # pairs of the first chunk used to check batch independence
+_CHECK_PAIRS = 4096  # pairs of the first chunk used to check batch independence
+_CHECK_USERS = 8  # users of the first chunk whose score_matrix rows are checked against score
+_HASH_BLOCK = 1 << 16  # tie members hashed together, per seed (cache-sized)
 
 PairScore = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
@@ -252,8 +256,9 @@ def block_scorer(scorer, pair: PairScore) -> tuple[BlockScore, bool]:
 
 
 def _check_block(block: BlockScore, pair: PairScore, users: np.ndarray, items: np.ndarray) -> None:
-    """``score_matrix`` must equal ``score`` on every pair, bit for bit (first chunk)."""
-    few = users[: max(1, min(len(users), _CHECK_PAIRS // max(len(items), 1)))]
+    """On the first chunk: ``score_matrix`` must equal ``score`` on every pair of up to
+    ``_CHECK_USERS`` users, bit for bit, and must not depend on which users share its block."""
+    few = users[: min(len(users), _CHECK_USERS)]
     got = np.asarray(block(few, items), dtype=np.float64)
     want = np.asarray(pair(np.repeat(few, len(items)), np.tile(items, len(few))), np.float64)
     if got.shape != (len(few), len(items)) or not np.array_equal(got.ravel(), want):
@@ -261,6 +266,14 @@ def _check_block(block: BlockScore, pair: PairScore, users: np.ndarray, items: n
             "the scorer's score_matrix differs from its score on the same pairs; full-catalog "
             "results must be the scores of the sampled setting, bit for bit"
         )
+    if len(few) > 1:
+        half = len(few) // 2
+        parts = [np.asarray(block(few[:half], items)), np.asarray(block(few[half:], items))]
+        if not np.array_equal(np.concatenate(parts), got):
+            raise ValueError(
+                "the scorer's score_matrix depends on the users scored with it, so a chunked "
+                "full-catalog evaluation would depend on the chunk size"
+            )
 
 
 def full_catalog_candidates(
@@ -311,7 +324,8 @@ def full_catalog_candidates(
         if "row" in rows.columns
         else np.array([row_id(u) for u in users], dtype=object)
     )
-    cat = np.unique(np.asarray(catalog, dtype=object).astype(str)).astype(object)
+    # Python strings (numpy's fixed-width str would drop trailing NULs), code-point order
+    cat = np.array(sorted({str(x) for x in np.asarray(catalog, dtype=object).ravel()}), dtype=object)
     n_items = len(cat)
     cat_index = pd.Index(cat, dtype=object)
     pos = cat_index.get_indexer(rows["item_id"].astype(str).to_numpy(dtype=object))
@@ -344,12 +358,9 @@ def full_catalog_candidates(
     )
     block, native = block_scorer(scorer, pair)
     item_hash = string_hashes(cat) if seed_list else np.zeros(n_items, np.uint64)
-    user_hash = string_hashes(users) if seed_list else np.zeros(n_rows, np.uint64)
-    place = (
-        make_rng(seed, "full-positive-position").random(n_rows)
-        if positive_position == "random"
-        else None
-    )
+    need_users = bool(seed_list) or positive_position == "random"
+    user_hash = string_hashes(users) if need_users else np.zeros(n_rows, np.uint64)
+    place = _user_uniform(user_hash, seed) if positive_position == "random" else None
 
     parts: list[dict[str, np.ndarray]] = []
     for lo in range(0, n_rows, chunk_rows):
@@ -358,7 +369,7 @@ def full_catalog_candidates(
         if lo == 0:
             if native:
                 _check_block(block, pair, users[lo:hi], cat)
-            elif not _is_residualized(scorer):
+            if not _is_residualized(scorer):
                 few = users[lo:hi][: -(-_CHECK_PAIRS // n_items)]
                 _check_batch_independent(pair, np.repeat(few, n_items), np.tile(cat, len(few)))
         s = np.asarray(block(users[lo:hi], cat), dtype=np.float64)
@@ -394,6 +405,14 @@ def full_catalog_candidates(
         },
         columns=columns,
     )
+
+
+def _user_uniform(user_hash: np.ndarray, seed: int) -> np.ndarray:
+    """A uniform number in [0, 1) per user, from ``mix(H(user) ^ salt)`` with the salt
+    ``make_seed(seed, "full-positive-position")``: it depends on the user, not on which other
+    rows are evaluated or in what order (as the sampled setting's placement)."""
+    salt = np.uint64(make_seed(seed, "full-positive-position"))
+    return (mix64(user_hash ^ salt) >> np.uint64(11)).astype(np.float64) / float(1 << 53)
 
 
 def _reduce_chunk(

@@ -52,7 +52,12 @@ def test_unknown_ids_raise_unless_filled() -> None:
     [
         ((np.zeros((2, 5)), USERS, ITEMS), r"shape \(2, 5\); expected \(3, 5\)"),
         ((np.zeros(15), USERS, ITEMS), r"shape \(15,\)"),
-        ((np.full((3, 5), np.nan), USERS, ITEMS), "non-finite value"),
+        ((np.full((3, 5), np.nan), USERS, ITEMS), "non-finite value at user 'u1' item 'a'"),
+        ((np.r_[np.zeros((2, 5)), [[0, 0, -np.inf, 0, 0]]], USERS, ITEMS),
+         "user 'u3' item 'c': -inf .no need to mask seen items"),
+        ((np.full((3, 5), 2**60, dtype=np.int64), USERS, ITEMS), "above 2..53"),
+        ((np.zeros((3, 5), dtype=bool), USERS, ITEMS), "real numbers"),
+        ((np.zeros((3, 5), dtype=complex), USERS, ITEMS), "real numbers"),
         ((np.zeros((3, 5)), ["u1", "u1", "u3"], ITEMS), "user id 'u1' appears twice"),
         ((np.zeros((3, 5)), USERS, ["a", "b", "c", "d", "a"]), "item id 'a' appears twice"),
         ((np.full((3, 5), "x"), USERS, ITEMS), "real numbers"),
@@ -88,3 +93,12 @@ def test_full_catalog_audit_of_a_matrix_equals_the_stored_table() -> None:
     a = evaluate(full, ms, rules, n_seeds=10).summary()
     b = evaluate(summary, ms, rules, n_seeds=10).summary()
     pdt.assert_frame_equal(a, b)
+
+
+def test_the_matrix_is_not_copied_and_integers_are_exact() -> None:
+    m = matrix()
+    scorer = MatrixScorer(m, USERS, ITEMS)
+    assert scorer.scores is m  # a model's full matrix can be most of memory
+    ints = np.array([[2**53, -3, 0]], dtype=np.int64)
+    s = MatrixScorer(ints, ["u"], ["a", "b", "c"])
+    assert s.score_matrix(["u"], ["a", "b", "c"]).tolist() == [[2.0**53, -3.0, 0.0]]

@@ -10,12 +10,18 @@ rule full_scores:
         heldout="data/interim/{dataset}/heldout.parquet",
         attributes="data/interim/{dataset}/item_attributes.parquet",
         lib=lib(
+            "_arrays.py",
+            "evaluate.py",
             "fullcatalog.py",
             "hashing.py",
             "sampling.py",
+            "seeds.py",
+            "split.py",
             "scorers/__init__.py",
+            "scorers/_ids.py",
             "scorers/base.py",
             "scorers/attribute.py",
+            "scorers/matrix.py",
             "scorers/popularity.py",
         ),
     output:

@@ -12,7 +12,8 @@ full-catalog reduction and tie audit as the built-in scorers::
     tieaudit.evaluate(summary, ["nDCG@10"], ["input_order", "expected", "hash_mean"])
 
 ``score`` and ``score_matrix`` look the scores up; they are the stored floats themselves, so ties
-are exactly the matrix's ties (float32 scores are widened to float64 exactly). ``fit`` does
+are exactly the matrix's ties (float32 and integer scores up to 2**53 are widened to float64
+exactly, a block at a time: the matrix itself is kept as given, not copied). ``fit`` does
 nothing. A pair whose user or item is not in the matrix is an error, unless ``fill`` gives its
 score (a model that saw neither cannot rank it, so there is no silent default).
 """
@@ -41,23 +42,21 @@ class MatrixScorer:
                 f"scores has shape {matrix.shape}; expected ({len(users)}, {len(items)}) for "
                 f"{len(users)} user ids and {len(items)} item ids"
             )
-        if not np.issubdtype(matrix.dtype, np.number) or np.iscomplexobj(matrix):
+        real = np.issubdtype(matrix.dtype, np.integer) or np.issubdtype(matrix.dtype, np.floating)
+        if not real:
             raise ValueError(f"scores must be real numbers, got dtype {matrix.dtype}")
-        matrix = matrix.astype(np.float64)  # exact for every float32 and int32 value
-        bad = ~np.isfinite(matrix)
-        if bad.any():
-            u, i = np.argwhere(bad)[0]
-            raise ValueError(
-                f"scores: {int(bad.sum())} non-finite value(s), e.g. user {users[u]!r} item "
-                f"{items[i]!r}: {matrix[u, i]}"
-            )
+        if np.issubdtype(matrix.dtype, np.integer) and matrix.size:
+            big = max(abs(int(matrix.max())), abs(int(matrix.min())))
+            if big > 2**53:  # float64 would round them into new ties
+                raise ValueError("integer scores above 2**53 in magnitude lose precision as floats")
+        _check_finite(matrix, users, items)
         for what, values in (("user", users), ("item", items)):
             dup = pd.Index(values).duplicated()
             if dup.any():
                 raise ValueError(f"{what} id {values[dup][0]!r} appears twice")
         if fill is not None and not np.isfinite(fill):
             raise ValueError(f"fill must be a finite number, got {fill!r}")
-        self.scores = matrix
+        self.scores = matrix  # as given (no copy): a full model matrix can be most of memory
         self.fill = None if fill is None else float(fill)
         self._users = object_index(users)
         self._items = object_index(items)
@@ -94,7 +93,7 @@ class MatrixScorer:
             raise ValueError(f"{len(u)} user ids but {len(i)} item ids")
         known = (u >= 0) & (i >= 0)
         out = np.full(len(u), self.fill if self.fill is not None else 0.0)
-        out[known] = self.scores[u[known], i[known]]
+        out[known] = self.scores[u[known], i[known]]  # widened to float64 exactly
         return out
 
     def score_matrix(self, user_ids, item_ids) -> np.ndarray:
@@ -102,8 +101,30 @@ class MatrixScorer:
         i = self._item_codes(item_ids)
         if self.scores.size == 0:  # no user or no item: every pair is filled
             return np.full((len(u), len(i)), self.fill if self.fill is not None else 0.0)
-        out = self.scores[np.ix_(np.maximum(u, 0), np.maximum(i, 0))]
+        out = self.scores[np.ix_(np.maximum(u, 0), np.maximum(i, 0))].astype(np.float64)
         if self.fill is not None and (np.any(u < 0) or np.any(i < 0)):
             out[u < 0, :] = self.fill
             out[:, i < 0] = self.fill
         return out
+
+
+def _check_finite(matrix: np.ndarray, users: np.ndarray, items: np.ndarray) -> None:
+    """Every score finite, checked a block of rows at a time (no full-size mask)."""
+    if not np.issubdtype(matrix.dtype, np.floating):
+        return
+    step = max(1, (1 << 24) // max(matrix.shape[1], 1))
+    for lo in range(0, matrix.shape[0], step):
+        bad = ~np.isfinite(matrix[lo : lo + step])
+        if bad.any():
+            u, i = np.argwhere(bad)[0]
+            value = matrix[lo + u, i]
+            hint = (
+                " (no need to mask seen items with -inf: full-catalog evaluation leaves the "
+                "user's history out of the candidates)"
+                if np.isneginf(value)
+                else ""
+            )
+            raise ValueError(
+                f"scores: non-finite value at user {users[lo + u]!r} item {items[i]!r}: "
+                f"{value}{hint}"
+            )
