@@ -62,7 +62,7 @@ import gzip
 import os
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 
@@ -239,22 +239,12 @@ class CandidateTable:
         out.update({BEFORE_PREFIX + r: v for r, v in self.before.items()})
         return {c: v for c, v in out.items() if v is not None}
 
-    def _count_fields(self) -> dict[str, object]:
-        """The optional per-row counts as constructor arguments."""
-        out: dict[str, object] = {c: getattr(self, c) for c in COUNT_COLUMNS + SUMMARY_COUNT_COLUMNS}
-        out["before"] = dict(self.before)
-        return out
-
     def with_before(self, rule: str, values: np.ndarray, source: str | None = None):
         """The same summary table with ``before:rule`` replaced (the audit's permutations)."""
         if not self.is_summary:
             raise ValueError("only a summary table has before:RULE counts")
-        fields = self._count_fields()
-        fields["before"] = {**self.before, rule: np.asarray(values, dtype=np.int64)}
-        return CandidateTable(
-            self.row, self.user, self.item, self.label, self.score, self.row_ids, self.user_ids,
-            self.item_ids, source if source is not None else self.source, **fields,
-        )  # fmt: skip
+        before = {**self.before, rule: np.asarray(values, dtype=np.int64)}
+        return replace(self, before=before, source=source if source is not None else self.source)
 
     @cached_property
     def row_starts(self) -> np.ndarray | None:
@@ -274,10 +264,10 @@ class CandidateTable:
             np.sort(order), np.arange(self.n_candidates)
         ):
             raise ValueError("order must be a permutation of the line positions")
-        return CandidateTable(
-            self.row[order], self.user[order], self.item[order], self.label[order],
-            self.score[order], self.row_ids, self.user_ids, self.item_ids,
-            source if source is not None else self.source, **self._count_fields(),
+        return replace(
+            self, row=self.row[order], user=self.user[order], item=self.item[order],
+            label=self.label[order], score=self.score[order],
+            source=source if source is not None else self.source,
         )  # fmt: skip
 
     def to_frame(self) -> pd.DataFrame:

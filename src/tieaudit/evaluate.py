@@ -66,7 +66,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from ._arrays import sorted_unique
+from ._arrays import row_blocks, segment_sums, sorted_unique
 from .candidates import CandidateTable, as_table
 from .hashing import pair_keys, seeded_keys, string_hashes
 from .measures import DEFAULT_MEASURES, Measure, parse_measures
@@ -234,11 +234,7 @@ def summary_random_before(table: CandidateTable, seed: int) -> np.ndarray:
     if len(rows) == 0:
         return out
     rh = _hash_codes(table.row_ids, rows)
-    ends = np.cumsum(t[rows])
-    block = 1 << 22
-    lo = 0
-    while lo < len(rows):
-        hi = max(lo + 1, int(np.searchsorted(ends, (ends[lo - 1] if lo else 0) + block)))
+    for lo, hi in row_blocks(t[rows], 1 << 22):
         sel = rows[lo:hi]
         size = t[sel]
         start = np.cumsum(size) - size
@@ -247,8 +243,7 @@ def summary_random_before(table: CandidateTable, seed: int) -> np.ndarray:
         keys = seeded_keys(pair_keys(rh[sel][owner], place.astype(np.uint64)), seed)
         mine = keys[start + p[sel]]
         before = (keys < mine[owner]) | ((keys == mine[owner]) & (place < p[sel][owner]))
-        out[sel] = np.add.reduceat(before, start, dtype=np.int64)
-        lo = hi
+        out[sel] = segment_sums(before, size)
     return out
 
 

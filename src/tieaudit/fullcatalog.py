@@ -101,6 +101,7 @@ from collections.abc import Callable, Iterable
 import numpy as np
 import pandas as pd
 
+from tieaudit._arrays import row_blocks, segment_sums
 from tieaudit.evaluate import DEFAULT_SEEDS
 from tieaudit.hashing import mix64, pair_keys, seeded_keys, string_hashes
 from tieaudit.sampling import row_id
@@ -249,10 +250,15 @@ def block_scorer(scorer, pair: PairScore) -> tuple[BlockScore, bool]:
         return scorer.score_matrix, True
 
     def pair_block(users: np.ndarray, items: np.ndarray) -> np.ndarray:
-        s = pair(np.repeat(users, len(items)), np.tile(items, len(users)))
-        return np.asarray(s, dtype=np.float64).reshape(len(users), len(items))
+        return _pairs_block(pair, users, items)
 
     return pair_block, False
+
+
+def _pairs_block(pair: PairScore, users: np.ndarray, items: np.ndarray) -> np.ndarray:
+    """The ``users x items`` block scored pair by pair (``pair`` on the repeated/tiled ids)."""
+    s = pair(np.repeat(users, len(items)), np.tile(items, len(users)))
+    return np.asarray(s, dtype=np.float64).reshape(len(users), len(items))
 
 
 def _check_block(block: BlockScore, pair: PairScore, users: np.ndarray, items: np.ndarray) -> None:
@@ -260,8 +266,9 @@ def _check_block(block: BlockScore, pair: PairScore, users: np.ndarray, items: n
     ``_CHECK_USERS`` users, bit for bit, and must not depend on which users share its block."""
     few = users[: min(len(users), _CHECK_USERS)]
     got = np.asarray(block(few, items), dtype=np.float64)
-    want = np.asarray(pair(np.repeat(few, len(items)), np.tile(items, len(few))), np.float64)
-    if got.shape != (len(few), len(items)) or not np.array_equal(got.ravel(), want):
+    if got.shape != (len(few), len(items)) or not np.array_equal(
+        got, _pairs_block(pair, few, items)
+    ):
         raise ValueError(
             "the scorer's score_matrix differs from its score on the same pairs; full-catalog "
             "results must be the scores of the sampled setting, bit for bit"
@@ -382,9 +389,11 @@ def full_catalog_candidates(
         )
         del s
         tied = part["n_tied"]
-        if positive_position == "last":
+        if positive_position == "first":
+            part["before:input_order"] = np.zeros(c, dtype=np.int64)
+        elif positive_position == "last":
             part["before:input_order"] = tied.copy()
-        elif positive_position == "random":
+        else:  # random: uniform on 0 .. n_tied from the user's number
             part["before:input_order"] = np.floor(place[lo:hi] * (tied + 1)).astype(np.int64)
         parts.append(part)
         if progress is not None:
@@ -442,24 +451,14 @@ def _reduce_chunk(
     n_tied = np.count_nonzero(tied, axis=1).astype(np.int64)
     t_row, t_item = np.nonzero(tied)  # row-major: grouped by row, catalogue order within
     del tied
-    starts = np.cumsum(n_tied) - n_tied
-    has = n_tied > 0
-
-    def per_row(flags: np.ndarray) -> np.ndarray:
-        out = np.zeros(c, dtype=np.int64)
-        if len(flags):
-            out[has] = np.add.reduceat(flags, starts[has], dtype=np.int64)
-        return out
-
     out: dict[str, np.ndarray] = {
         "score": r.copy(),
         "n_higher": n_higher,
         "n_tied": n_tied,
         "n_lower": n_lower,
         "n_modal": _modal_counts(s, candidate),
-        "before:input_order": np.zeros(c, dtype=np.int64),
     }
-    item_before = per_row(t_item < pos[t_row])
+    item_before = segment_sums(t_item < pos[t_row], n_tied)
     out["before:item_id"] = item_before
     out["before:docno_desc"] = n_tied - item_before
     if seeds:
@@ -487,18 +486,12 @@ def _hash_counts(
     bijection of ``pair(u, i)`` for a fixed seed, so two keys collide for some seed exactly when
     their pairs are equal: that is checked once, not per seed (equal keys: smaller item id first).
     """
-    c = len(n_tied)
-    counts = np.zeros((len(seeds), c), dtype=np.int64)
+    counts = np.zeros((len(seeds), len(n_tied)), dtype=np.int64)
     ends = np.cumsum(n_tied)
-    lo = 0
-    while lo < c:
-        base = ends[lo - 1] if lo else 0
-        hi = max(lo + 1, int(np.searchsorted(ends, base + _HASH_BLOCK, side="right")))
-        a, b = int(base), int(ends[hi - 1])
+    for lo, hi in row_blocks(n_tied, _HASH_BLOCK):
+        a, b = int(ends[lo - 1] if lo else 0), int(ends[hi - 1])
         if b > a:
             size = n_tied[lo:hi]
-            rows = np.flatnonzero(size) + lo
-            starts = np.cumsum(size[size > 0]) - size[size > 0]
             pair_tie = pair_keys(user_hash[t_row[a:b]], item_hash[t_item[a:b]])
             collide = pair_tie == np.repeat(pair_rel[lo:hi], size)
             smaller = (t_item[a:b] < np.repeat(pos[lo:hi], size)) if collide.any() else None
@@ -510,8 +503,7 @@ def _hash_counts(
                 np.less(key_tie, key_rel, out=flags)
                 if smaller is not None:
                     flags |= collide & smaller
-                counts[j, rows] = np.add.reduceat(flags, starts, dtype=np.int64)
-        lo = hi
+                counts[j, lo:hi] = segment_sums(flags, size)
     for j, sd in enumerate(seeds):
         out[f"before:hash:{sd}"] = counts[j]
 
