@@ -11,6 +11,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
+from tieaudit import _atomic
 from tieaudit import io as tio
 from tieaudit.io import (
     atomic_write_bytes,
@@ -20,7 +21,6 @@ from tieaudit.io import (
     write_table,
 )
 
-_real_fdopen = os.fdopen
 _real_replace = os.replace
 
 
@@ -47,8 +47,8 @@ class _HalfWriter:
         raise OSError(28, "No space left on device")
 
 
-def _failing_fdopen(fd, *args, **kwargs):
-    return _HalfWriter(_real_fdopen(fd, *args, **kwargs))
+def _failing_open(path, *args, **kwargs):
+    return _HalfWriter(open(path, *args, **kwargs))
 
 
 # --------------------------------------------------------------------------- atomic writes
@@ -100,7 +100,7 @@ def test_failure_mid_write_leaves_no_half_file_and_no_temp(tmp_path, monkeypatch
     dest = tmp_path / "metrics.csv"
     if existing is not None:
         dest.write_bytes(existing)
-    monkeypatch.setattr(tio.os, "fdopen", _failing_fdopen)
+    monkeypatch.setattr(_atomic, "open", _failing_open, raising=False)
     with pytest.raises(OSError, match="No space left"):
         atomic_write_text(dest, "rule,metric,value\n" + "x,y,0.5\n" * 100)
     monkeypatch.undo()
@@ -131,7 +131,7 @@ def test_interrupt_mid_write_also_cleans_up(tmp_path, monkeypatch):
             raise KeyboardInterrupt
 
     monkeypatch.setattr(
-        tio.os, "fdopen", lambda fd, *a, **k: Interrupting(_real_fdopen(fd, *a, **k))
+        _atomic, "open", lambda p, *a, **k: Interrupting(open(p, *a, **k)), raising=False
     )
     with pytest.raises(KeyboardInterrupt):
         atomic_write_bytes(tmp_path / "x.csv", b"abcdefgh")

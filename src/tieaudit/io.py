@@ -8,11 +8,14 @@ floats, so the same numbers always give the same bytes.
 
 from __future__ import annotations
 
+import contextlib
 import os
-import tempfile
 from pathlib import Path
 
 import pandas as pd
+
+from . import _atomic
+from ._atomic import atomic_path
 
 __all__ = [
     "atomic_write_bytes",
@@ -26,38 +29,17 @@ __all__ = [
 
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
     """Write ``data`` to ``path`` atomically (creating parent folders)."""
-    dest = Path(path)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, dest)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return dest
+    return _atomic.atomic_write_bytes(path, data)
 
 
 def atomic_write_many(files: dict[str | os.PathLike[str], bytes | str]) -> list[Path]:
     """Write several files so that either all of them appear or none does (as far as the file
     system allows): every temporary file is complete before the first is moved into place."""
-    staged: list[tuple[str, Path]] = []
-    try:
+    with contextlib.ExitStack() as stack:
         for path, data in files.items():
-            dest = Path(path)
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
-            staged.append((tmp, dest))
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data.encode("utf-8") if isinstance(data, str) else data)
-        for tmp, dest in staged:
-            os.replace(tmp, dest)
-    except BaseException:
-        for tmp, _ in staged:
-            Path(tmp).unlink(missing_ok=True)
-        raise
-    return [dest for _, dest in staged]
+            tmp = stack.enter_context(atomic_path(path))
+            tmp.write_bytes(data.encode("utf-8") if isinstance(data, str) else data)
+    return [Path(p) for p in files]
 
 
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
@@ -110,15 +92,8 @@ def write_table(frame: pd.DataFrame, path: str | os.PathLike[str], fmt: str | No
         import pyarrow.parquet as pq
 
         table = pa.Table.from_pandas(frame, preserve_index=False)
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
-        os.close(fd)
-        try:
+        with atomic_path(dest) as tmp:
             pq.write_table(table, tmp)
-            os.replace(tmp, dest)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
         return dest
     if fmt == "markdown":
         return atomic_write_text(dest, frame_to_markdown(frame))

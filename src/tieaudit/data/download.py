@@ -28,7 +28,6 @@ import logging
 import os
 import re
 import stat
-import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -42,6 +41,8 @@ import requests
 import urllib3.exceptions
 import yaml
 from tqdm import tqdm
+
+from tieaudit._atomic import atomic_write_bytes
 
 try:  # POSIX only; without it the lock-file and .part guards are skipped.
     import fcntl
@@ -338,23 +339,12 @@ def _str_or_none(value: object) -> str | None:
 
 
 def _atomic_write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` via a temporary sibling and :func:`os.replace`."""
+    """Write ``text`` to ``path`` atomically and durably, keeping an existing file's mode."""
     try:
-        mode = stat.S_IMODE(path.stat().st_mode)
+        mode: int | None = stat.S_IMODE(path.stat().st_mode)
     except FileNotFoundError:
-        mode = 0o644
-    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    tmp = Path(tmp_name)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+        mode = None  # what the umask gives a new file
+    atomic_write_bytes(path, text.encode("utf-8"), fsync=True, mode=mode)
 
 
 @contextlib.contextmanager
@@ -385,7 +375,7 @@ class _PartFile:
     def __init__(self, path: Path, algorithms: tuple[str, ...], *, url: str, dest: Path) -> None:
         self.path = path
         self._algorithms = algorithms
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)  # the umask decides
         self._fh: BinaryIO = os.fdopen(fd, "r+b")
         if fcntl is not None:
             try:

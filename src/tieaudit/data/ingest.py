@@ -117,6 +117,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from tieaudit._arrays import sorted_unique
+from tieaudit._atomic import file_mode
 
 __all__ = [
     "ATTRIBUTE_FORMS",
@@ -772,6 +773,7 @@ class _Outputs:
                 for sink in self._sinks:
                     sink.close()
                 for sink, final in zip(self._sinks, self.finals, strict=True):
+                    os.chmod(sink.path, file_mode())  # mkstemp's 0600 -> what the umask gives
                     os.replace(sink.path, final)
                 return
             except BaseException:

@@ -71,8 +71,6 @@ import gzip
 import io
 import json
 import math
-import os
-import tempfile
 import zipfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -81,6 +79,7 @@ from typing import IO, Any
 
 import numpy as np
 
+from tieaudit._atomic import atomic_path
 from tieaudit.seeds import make_rng
 
 __all__ = [
@@ -168,17 +167,8 @@ _ZIP_DATE_GENOME = (2021, 6, 28, 12, 0, 0)
 def _atomic_file(path: Path) -> Iterator[IO[bytes]]:
     """Open a temporary file beside ``path`` for binary writing; rename it onto ``path`` on success
     and delete it on failure. The temporary name ends in ``.part`` (ignored by git)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            yield fh
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
+    with atomic_path(path, suffix=".part") as tmp, open(tmp, "wb") as fh:
+        yield fh
 
 
 @contextlib.contextmanager
