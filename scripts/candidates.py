@@ -28,6 +28,10 @@ cands = build_candidates(
     p.n_negatives,
     make_seed(p.seed, "negatives", dataset),
     positive_position=p.positive_position,
+    insufficient=p.insufficient,
 )
 log.info("%d rows x %d negatives over a catalog of %d items", len(rows), p.n_negatives, len(catalog))
+if p.insufficient == "truncate":
+    short = int((cands.groupby("row", sort=False).size() <= p.n_negatives).sum())
+    log.info("%d row(s) kept with fewer negatives (insufficient_negatives: truncate)", short)
 write_table(cands, snakemake.output[0])  # noqa: F821

@@ -206,8 +206,11 @@ def test_insufficient_negatives_error_or_truncate():
     history = pd.DataFrame({"user_id": ["x", "x", "x", "y"], "item_id": ["a", "b", "c", "a"]})
     heldout = pd.DataFrame({"user_id": ["x", "y"], "item_id": ["d", "b"]})
     # x may only get 'e' (1 item), y may get c, d, e (3 items)
-    with pytest.raises(InsufficientNegativesError, match=r"1 row\(s\).*x \(1 allowed\)"):
+    with pytest.raises(InsufficientNegativesError, match=r"1 row\(s\).*x \(1 allowed\)") as err:
         build_candidates(heldout, history, catalog, 2, seed=0)
+    # the message names both ways to allow short rows: the argument and the workflow's config key
+    assert "insufficient='truncate'" in str(err.value)
+    assert "evaluation.insufficient_negatives: truncate" in str(err.value)
     c = build_candidates(heldout, history, catalog, 2, seed=0, insufficient="truncate")
     g = by_row(c)
     assert g["ux"]["item_id"].tolist() == ["d", "e"]

@@ -179,8 +179,9 @@ def build_candidates(
         shown = ", ".join(f"{users[i]} ({allowed[i]} allowed)" for i in bad[:5])
         raise InsufficientNegativesError(
             f"{len(bad)} row(s) have fewer than n_negatives={n_neg} never-interacted catalog "
-            f"items (catalog size {n_cat}): {shown}. Use insufficient='truncate' to keep them "
-            "with fewer negatives, or drop those users."
+            f"items (catalog size {n_cat}): {shown}. Use insufficient='truncate' (in the "
+            "workflow: evaluation.insufficient_negatives: truncate) to keep them with fewer "
+            "negatives, or drop those users."
         )
     k = np.minimum(allowed, n_neg).astype(np.int64)  # negatives per row
 

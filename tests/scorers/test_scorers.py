@@ -17,6 +17,7 @@ from tieaudit.scorers import (
     ScorerInterfaceError,
     ScorerLoadError,
     available_scorers,
+    check_scorer_spec,
     get_scorer,
     register,
     score_candidates,
@@ -293,7 +294,7 @@ def test_user_scorer_loading_errors(tmp_path, monkeypatch):
         get_scorer("no_such_pkg.mod:Thing")
     with pytest.raises(ScorerLoadError, match="has no attribute 'Missing'"):
         get_scorer("bad_scorers:Missing")
-    with pytest.raises(ScorerLoadError, match="not callable"):
+    with pytest.raises(ScorerInterfaceError, match="NOT_CALLABLE' names an int, not a class"):
         get_scorer("bad_scorers:NOT_CALLABLE")
     with pytest.raises(ScorerLoadError, match="boom"):
         get_scorer("broken_scorer:X")
@@ -304,15 +305,93 @@ def test_user_scorer_loading_errors(tmp_path, monkeypatch):
     with pytest.raises(ScorerLoadError, match="must look like"):
         get_scorer("bad_scorers:")
     with pytest.raises(ScorerLoadError, match="cannot construct"):
-        get_scorer("bad_scorers:NoScore", alpha=1)
+        get_scorer("bad_scorers:OneArgFit", alpha=1)
     with pytest.raises(ScorerInterfaceError, match="no callable 'score'"):
         get_scorer("bad_scorers:NoScore")
     with pytest.raises(ScorerInterfaceError, match="no callable 'score'"):
         get_scorer(f"{tmp_path / 'bad_scorers.py'}:ScoreNotCallable")
     with pytest.raises(ScorerInterfaceError, match=r"fit cannot be called with two"):
         get_scorer("bad_scorers:OneArgFit")
-    with pytest.raises(ScorerInterfaceError, match="is a class"):
+    with pytest.raises(ScorerInterfaceError, match="names a function, not a class"):
         get_scorer("bad_scorers:returns_class")
+
+
+BAD_CLASSES = """
+import numpy as np
+
+from tieaudit.scorers import AttributeOverlapScorer as Good
+
+CONSTRUCTED = []
+
+
+def make_good(weight="rating"):
+    return Good(weight)
+
+
+class NoFit:
+    def __init__(self, *args, **kwargs):
+        CONSTRUCTED.append(args)
+
+    def score(self, user_ids, item_ids):
+        return np.zeros(len(item_ids))
+
+
+class Factory:
+    def __call__(self, weight="rating"):
+        return Good(weight)
+
+
+CALLABLE_INSTANCE = Factory()
+"""
+
+
+def test_a_path_must_name_a_scorer_class(tmp_path, monkeypatch):
+    # A path names code to run; only a class implementing the Scorer protocol is accepted, so
+    # an arbitrary callable (a function, a callable object, a class without fit/score) is
+    # refused before it is ever called.
+    (tmp_path / "scorer_kinds.py").write_text(BAD_CLASSES)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "scorer_kinds", raising=False)
+    assert get_scorer("scorer_kinds:Good", weight="binary").weight == "binary"
+    for spec, kind in (
+        ("subprocess:run", "function"),
+        ("scorer_kinds:make_good", "function"),  # returns a valid scorer, still not a class
+        ("scorer_kinds:CALLABLE_INSTANCE", "Factory"),
+        ("os:system", "builtin_function_or_method"),
+    ):
+        with pytest.raises(ScorerInterfaceError, match=f"{spec}' names an? {kind}, not a class"):
+            get_scorer(spec)
+    for spec in ("scorer_kinds:NoFit", "subprocess:Popen"):
+        with pytest.raises(ScorerInterfaceError, match="has no callable 'fit' method"):
+            get_scorer(spec, args=["true"])
+    import scorer_kinds
+
+    assert scorer_kinds.CONSTRUCTED == []  # refused before construction
+    sys.modules.pop("scorer_kinds", None)
+
+
+def test_check_scorer_spec_checks_without_constructing(tmp_path, monkeypatch):
+    (tmp_path / "spec_kinds.py").write_text(BAD_CLASSES)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "spec_kinds", raising=False)
+    check_scorer_spec("attribute_overlap", {"weight": "binary"})
+    check_scorer_spec("popularity")
+    check_scorer_spec(f"{EXAMPLE}:RecencyAttributeScorer", {"half_life_days": 10})
+    check_scorer_spec("spec_kinds:Good", {"weight": "count"})
+    with pytest.raises(ScorerLoadError, match="unknown scorer 'nope'"):
+        check_scorer_spec("nope")
+    with pytest.raises(ScorerLoadError, match=r"cannot construct scorer 'popularity'.*weight"):
+        check_scorer_spec("popularity", {"weight": "rating"})
+    with pytest.raises(ScorerLoadError, match="cannot construct scorer 'spec_kinds:Good'"):
+        check_scorer_spec("spec_kinds:Good", {"wieght": "count"})
+    with pytest.raises(ScorerInterfaceError, match="names a function, not a class"):
+        check_scorer_spec("subprocess:run")
+    with pytest.raises(ScorerInterfaceError, match="has no callable 'fit'"):
+        check_scorer_spec("spec_kinds:NoFit", {"x": 1})
+    import spec_kinds
+
+    assert spec_kinds.CONSTRUCTED == []
+    sys.modules.pop("spec_kinds", None)
 
 
 # ------------------------------------------------------------------------------ score_candidates

@@ -18,6 +18,7 @@ rule candidates:
     params:
         n_rows=config["evaluation"]["n_rows"],
         n_negatives=config["evaluation"]["n_negatives"],
+        insufficient=config["evaluation"]["insufficient_negatives"],
         positive_position=config["evaluation"]["positive_position"],
         seed=config["evaluation"]["seed"],
     script:

@@ -4,25 +4,104 @@ import re
 from pathlib import Path
 from urllib.parse import urlparse
 
+from tieaudit.measures import parse_measure
+from tieaudit.rules import parse_rule
+from tieaudit.scorers import ScorerInterfaceError, ScorerLoadError, check_scorer_spec
+
 LIB = Path(workflow.basedir) / "src" / "tieaudit"
 LOGS = "results/logs"
 BENCH = "results/benchmarks"
+# A dataset or scorer name is one folder name under data/ and results/.
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 
+
+def parsed_list(errors, key, texts, parse, what):
+    """The distinct parsed entries of a config list; an error line for each that does not parse."""
+    out = []
+    for i, text in enumerate(texts, start=1):
+        try:
+            item = parse(text)
+        except ValueError as exc:
+            errors.append(f"config: {key}, item {i}: {exc}")
+            continue
+        if item not in out:
+            out.append(item)
+    if not texts:
+        errors.append(f"config: {key}: no {what} given")
+    return out
+
+
+def check_config(config):
+    """The checks the schema cannot express, before any job runs: every error (each naming its
+    key) is raised at once. Measures and tie rules are parsed by the library and rewritten in
+    its spelling (ndcg@10 -> nDCG@10), so every step sees the same names."""
+    errors = []
+    ev = config["evaluation"]
+    for key, kind in (("datasets", "dataset"), ("scorers", "scorer")):
+        for name in config[key]:
+            if not NAME.fullmatch(str(name)):
+                errors.append(
+                    f"config: {key}: {name!r} cannot be a {kind} name (it is a folder name): "
+                    "letters, digits, '_', '.' and '-', starting with a letter or digit"
+                )
+    for name in config["run"]:
+        if name not in config["datasets"]:
+            errors.append(
+                f"config: run names dataset {name!r}, which is not under datasets"
+            )
+    if "full" in ev["candidates"] and "full" in config["scorers"]:
+        errors.append(
+            "config: a scorer named 'full' is ambiguous with evaluation.candidates: [.., full]"
+        )
+    metrics = parsed_list(
+        errors, "evaluation.metrics", ev["metrics"], parse_measure, "measures"
+    )
+    headline = parsed_list(
+        errors, "evaluation.headline", ev["headline"], parse_measure, "measures"
+    )
+    for text in ev["headline"]:
+        try:
+            measure = parse_measure(text)
+        except ValueError:  # reported above
+            continue
+        if metrics and measure not in metrics:
+            errors.append(
+                f"config: evaluation.headline: {text!r} is not one of evaluation.metrics "
+                f"({', '.join(map(str, metrics))})"
+            )
+    rules = parsed_list(
+        errors, "evaluation.rules", ev["rules"], parse_rule, "tie rules"
+    )
+    try:
+        reported = parse_rule(ev["reported_rule"])
+    except ValueError as exc:
+        errors.append(f"config: evaluation.reported_rule: {exc}")
+    else:
+        if rules and reported not in rules:
+            errors.append(
+                f"config: evaluation.reported_rule: {ev['reported_rule']!r} is not one of "
+                f"evaluation.rules ({', '.join(map(str, rules))})"
+            )
+    for name, entry in config["scorers"].items():
+        try:  # imports a user scorer's module: a config file is code
+            check_scorer_spec(entry["scorer"], entry.get("options"))
+        except (ScorerLoadError, ScorerInterfaceError) as exc:
+            errors.append(f"config: scorers.{name}: {exc}")
+    if errors:
+        raise ValueError("\n".join(errors))
+    ev["metrics"] = [str(m) for m in metrics]
+    ev["headline"] = [str(m) for m in headline]
+    ev["rules"] = [str(r) for r in rules]
+    ev["reported_rule"] = str(reported)
+
+
+check_config(config)
 DATASETS = list(config["run"]) or list(config["datasets"])
 SCORERS = list(config["scorers"])
-for _name in DATASETS:
-    if _name not in config["datasets"]:
-        raise ValueError(
-            f"config: run names dataset {_name!r}, which is not under datasets"
-        )
 # Candidate settings: "sampled" (always) and optionally "full" (full catalogue), whose results
 # live under results/{dataset}/full/{scorer}/.
 MODES = list(config["evaluation"]["candidates"])
 FULL = "full" in MODES
-if FULL and "full" in SCORERS:
-    raise ValueError(
-        "config: a scorer named 'full' is ambiguous with evaluation.candidates: [.., full]"
-    )
 
 
 wildcard_constraints:

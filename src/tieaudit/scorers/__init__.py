@@ -8,7 +8,9 @@ Get one with :func:`get_scorer`::
 Built-ins (registered on import): ``attribute_overlap`` (option ``weight``: ``rating`` |
 ``binary`` | ``count``), ``residualized_attribute`` (same option) and ``popularity``. A user scorer
 is named ``"package.module:Class"`` (importable) or ``"path/to/file.py:Class"`` and constructed
-with the options; ``examples/my_scorer.py`` at the repository top level is a worked example.
+with the options; the path must name a class with ``fit`` and ``score`` (importing it runs its
+module's code, so a scorer path is code). ``examples/my_scorer.py`` at the repository top level
+is a worked example. :func:`check_scorer_spec` checks a name and its options without building.
 :class:`MatrixScorer` wraps a precomputed users x items score matrix (a model run elsewhere).
 """
 
@@ -19,6 +21,7 @@ from tieaudit.scorers.base import (
     ScorerLoadError,
     available_scorers,
     check_scorer,
+    check_scorer_spec,
     get_scorer,
     register,
     score_candidates,
@@ -34,6 +37,7 @@ __all__ = [
     "get_scorer",
     "available_scorers",
     "check_scorer",
+    "check_scorer_spec",
     "score_candidates",
     "AttributeOverlapScorer",
     "ResidualizedAttributeScorer",

@@ -7,7 +7,7 @@ import importlib
 import importlib.util
 import inspect
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
@@ -22,6 +22,7 @@ __all__ = [
     "get_scorer",
     "available_scorers",
     "check_scorer",
+    "check_scorer_spec",
     "score_candidates",
 ]
 
@@ -108,21 +109,15 @@ def get_scorer(name_or_path: str, **options) -> Scorer:
     * ``"path/to/file.py:Class"`` — the module part ends in ``.py``: the file is loaded directly
       (relative paths are relative to the current directory), no ``sys.path`` change needed.
 
+    A path is code: its module is imported (executed). It must name a class with callable
+    ``fit`` and ``score`` (a :class:`Scorer`); any other object (a function such as
+    ``subprocess:run``, a callable instance) is refused before it is called.
     The factory is called with ``**options``; the result is checked with :func:`check_scorer`.
     Failures raise :class:`ScorerLoadError` (cannot find / construct) or
-    :class:`ScorerInterfaceError` (constructed object lacks ``fit``/``score``).
+    :class:`ScorerInterfaceError` (a path naming no scorer class, or a constructed object
+    lacking ``fit``/``score``).
     """
-    if not isinstance(name_or_path, str) or not name_or_path:
-        raise ScorerLoadError(f"scorer must be a non-empty string, got {name_or_path!r}")
-    if ":" in name_or_path:
-        factory = _resolve_path(name_or_path)
-    else:
-        if name_or_path not in _REGISTRY:
-            raise ScorerLoadError(
-                f"unknown scorer {name_or_path!r}; registered: {available_scorers()}; "
-                "a user scorer is given as 'package.module:Class' or 'path/to/file.py:Class'"
-            )
-        factory = _REGISTRY[name_or_path]
+    factory = _resolve(name_or_path)
     try:
         scorer = factory(**options)
     except TypeError as exc:
@@ -131,6 +126,27 @@ def get_scorer(name_or_path: str, **options) -> Scorer:
         ) from exc
     check_scorer(scorer, name_or_path)
     return scorer
+
+
+def check_scorer_spec(name_or_path: str, options: Mapping[str, object] | None = None) -> None:
+    """Check that :func:`get_scorer` ``(name_or_path, **options)`` can build a scorer, without
+    building one: the name is registered, or the path imports and names a scorer class (as in
+    :func:`get_scorer`), and ``options`` bind to its constructor's signature. Raises what
+    :func:`get_scorer` would: :class:`ScorerLoadError` or :class:`ScorerInterfaceError`. The
+    workflow calls it for every configured scorer before any job runs.
+    """
+    factory = _resolve(name_or_path)
+    options = dict(options or {})
+    try:
+        signature = inspect.signature(factory)
+    except (TypeError, ValueError):  # pragma: no cover - builtins without a signature
+        return
+    try:
+        signature.bind(**options)
+    except TypeError as exc:
+        raise ScorerLoadError(
+            f"cannot construct scorer {name_or_path!r} with options {options}: {exc}"
+        ) from exc
 
 
 def check_scorer(obj: object, name: str | None = None) -> None:
@@ -190,6 +206,38 @@ def score_candidates(candidates: pd.DataFrame, scorer: Scorer) -> pd.DataFrame:
     return out
 
 
+def _resolve(name_or_path: str) -> Callable[..., Scorer]:
+    """The factory behind a scorer name: the registered one, or the class a path names."""
+    if not isinstance(name_or_path, str) or not name_or_path:
+        raise ScorerLoadError(f"scorer must be a non-empty string, got {name_or_path!r}")
+    if ":" in name_or_path:
+        return _resolve_path(name_or_path)
+    if name_or_path not in _REGISTRY:
+        raise ScorerLoadError(
+            f"unknown scorer {name_or_path!r}; registered: {available_scorers()}; "
+            "a user scorer is given as 'package.module:Class' or 'path/to/file.py:Class'"
+        )
+    return _REGISTRY[name_or_path]
+
+
+def _check_scorer_class(obj: object, spec: str) -> None:
+    """A path must name a class implementing :class:`Scorer`, never another callable."""
+    if not isinstance(obj, type):
+        kind = type(obj).__name__
+        article = "an" if kind[:1].lower() in "aeiou" else "a"
+        raise ScorerInterfaceError(
+            f"scorer {spec!r} names {article} {kind}, not a class; a scorer path must name a "
+            "class with fit(history, item_attributes) and score(user_ids, item_ids)"
+        )
+    for method in ("fit", "score"):
+        if not callable(getattr(obj, method, None)):
+            raise ScorerInterfaceError(
+                f"scorer {spec!r} (class {obj.__name__}) has no callable '{method}' method; a "
+                "scorer needs fit(history, item_attributes) -> self and "
+                "score(user_ids, item_ids) -> float64 array"
+            )
+
+
 def _resolve_path(spec: str) -> Callable[..., Scorer]:
     module_part, _, attr_part = spec.rpartition(":")
     if not module_part or not attr_part:
@@ -216,8 +264,7 @@ def _resolve_path(spec: str) -> Callable[..., Scorer]:
             raise ScorerLoadError(
                 f"module {module_part!r} has no attribute {attr_part!r} (scorer {spec!r})"
             ) from exc
-    if not callable(obj):
-        raise ScorerLoadError(f"{spec!r} is not callable (a class or factory function)")
+    _check_scorer_class(obj, spec)
     return obj  # type: ignore[return-value]
 
 

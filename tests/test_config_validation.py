@@ -1,0 +1,172 @@
+"""Config errors surface in the dry run, before any job runs, each naming its config key.
+
+Every case runs ``snakemake -n`` on a small generated dataset in a temporary folder. A broken
+config must stop the run naming the key; a valid one (also with the spellings the library
+accepts, e.g. ``ndcg@10`` for ``nDCG@10``) must dry-run. The slow test runs the pipeline on a
+catalogue too small for ``n_negatives``: an error naming ``evaluation.insufficient_negatives``,
+then, with ``truncate``, shorter rows through to the tables and checklists.
+"""
+
+from __future__ import annotations
+
+import copy
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from tests.test_full_catalog import CONFIG as FULL_CATALOG_CONFIG
+
+ROOT = Path(__file__).resolve().parents[1]
+# the generated dataset of the full-catalog test, smaller: 60 items
+MINI = copy.deepcopy(FULL_CATALOG_CONFIG["datasets"]["mini"])
+MINI["synthetic"]["scale"] = 120
+
+BASE = {
+    "datasets": {"mini": MINI},
+    "evaluation": {
+        "n_rows": 60,
+        "n_negatives": 9,
+        "metrics": ["HR@10", "nDCG@10", "MRR@10"],
+        "headline": ["nDCG@10", "HR@10"],
+        "rules": ["input_order", "expected", "hash:0", "hash_mean"],
+        "n_seeds": 3,
+        "reported_rule": "expected",
+    },
+    "audit": {"permutations": 1, "seed": 0},
+    "scorers": {"popularity": {"scorer": "popularity", "options": {}}},
+}
+
+
+def config(**evaluation: object) -> dict:
+    """BASE with some evaluation keys replaced."""
+    cfg = copy.deepcopy(BASE)
+    cfg["evaluation"].update(evaluation)
+    return cfg
+
+
+def snakemake(folder: Path, cfg: dict, *args: str) -> subprocess.CompletedProcess:
+    """Run the workflow on ``cfg`` in ``folder`` (stdout and stderr joined in ``.stdout``)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "config.yaml"
+    path.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "--configfile",
+           str(path), "--directory", str(folder), "--cores", "1", *args]  # fmt: skip
+    return subprocess.run(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          text=True, timeout=600)  # fmt: skip
+
+
+def dry_run_fails(folder: Path, cfg: dict) -> str:
+    """The output of a dry run that must fail before building any job; nothing is written."""
+    res = snakemake(folder, cfg, "-n")
+    assert res.returncode != 0, res.stdout[-3000:]
+    assert "Building DAG of jobs" not in res.stdout, res.stdout[-3000:]
+    assert not (folder / "results").exists() and not (folder / "data").exists()
+    return res.stdout
+
+
+def test_valid_config_dry_runs_with_the_spellings_the_library_accepts(tmp_path: Path) -> None:
+    cfg = config(
+        metrics=["hr@10", "NDCG@10", "MRR@10", "Recall@10"],
+        headline=["ndcg@10", "HR @ 10"],
+        rules=["Input_Order", "expected", "hash: 0", "hash_mean", "docno_desc"],
+        reported_rule="Expected",
+        insufficient_negatives="truncate",
+    )
+    cfg["scorers"]["recency.v2"] = {
+        "scorer": "examples/my_scorer.py:RecencyAttributeScorer",
+        "options": {"half_life_days": 10},
+    }
+    (tmp_path / "examples").mkdir()
+    (tmp_path / "examples" / "my_scorer.py").write_text(
+        (ROOT / "examples" / "my_scorer.py").read_text()
+    )
+    res = snakemake(tmp_path, cfg, "-n")
+    assert res.returncode == 0, res.stdout[-3000:]
+    assert "results/mini/recency.v2/metrics.csv" in res.stdout
+
+
+def test_every_broken_key_is_named_at_once(tmp_path: Path) -> None:
+    cfg = config(
+        headline=["nDCG@10", "MRR@50"],
+        rules=["input_order", "expected", "bogus"],
+        reported_rule="hash_mean2",
+        metrics=["HR@10", "nDCG@10", "MAP@10"],
+    )
+    for name in ("../../../x", "a/b", ".hidden", "with space"):
+        cfg["datasets"][name] = cfg["datasets"]["mini"]
+    cfg["scorers"]["a/b"] = {"scorer": "popularity"}
+    cfg["scorers"]["shell"] = {"scorer": "subprocess:run", "options": {"args": ["true"]}}
+    cfg["scorers"]["typo"] = {"scorer": "popularty"}
+    cfg["scorers"]["opts"] = {"scorer": "attribute_overlap", "options": {"wieght": "rating"}}
+    out = dry_run_fails(tmp_path, cfg)
+    expected = [
+        "config: datasets: '../../../x' cannot be a dataset name",
+        "config: datasets: 'a/b' cannot be a dataset name",
+        "config: datasets: '.hidden' cannot be a dataset name",
+        "config: datasets: 'with space' cannot be a dataset name",
+        "config: scorers: 'a/b' cannot be a scorer name",
+        "config: evaluation.metrics, item 3: unknown measure 'MAP'",
+        "config: evaluation.headline: 'MRR@50' is not one of evaluation.metrics",
+        "config: evaluation.rules, item 3: unknown tie rule 'bogus'",
+        "config: evaluation.reported_rule: cannot parse tie rule 'hash_mean2'; known: input_order",
+        "config: scorers.shell: scorer 'subprocess:run' names a function, not a class",
+        "config: scorers.typo: unknown scorer 'popularty'",
+        "config: scorers.opts: cannot construct scorer 'attribute_overlap'",
+    ]
+    missing = [e for e in expected if e not in out]
+    assert not missing, (missing, out[-4000:])
+    assert "config: evaluation.headline: 'nDCG@10'" not in out  # only the bad entries
+
+
+def test_membership_and_empty_lists(tmp_path: Path) -> None:
+    out = dry_run_fails(tmp_path / "a", config(reported_rule="hash:1", headline=["MRR@10", "HR@5"]))
+    for message in (
+        "config: evaluation.reported_rule: 'hash:1' is not one of evaluation.rules "
+        "(input_order, expected, hash:0, hash_mean)",
+        "config: evaluation.headline: 'HR@5' is not one of evaluation.metrics "
+        "(HR@10, nDCG@10, MRR@10)",
+    ):
+        assert message in out, out[-3000:]
+    assert "'MRR@10' is not one of" not in out
+    out = dry_run_fails(tmp_path / "b", config(rules=[], metrics=[], headline=[]))
+    for key, what in (("rules", "tie rules"), ("metrics", "measures"), ("headline", "measures")):
+        assert f"config: evaluation.{key}: no {what} given" in out, out[-3000:]
+
+
+def test_insufficient_negatives_is_a_choice(tmp_path: Path) -> None:
+    out = dry_run_fails(tmp_path, config(insufficient_negatives="drop"))
+    assert "insufficient_negatives" in out and "'drop' is not one of" in out, out[-3000:]
+
+
+@pytest.mark.slow
+def test_a_catalogue_too_small_for_n_negatives(tmp_path: Path) -> None:
+    cands = tmp_path / "results" / "mini" / "candidates.parquet"
+    res = snakemake(tmp_path, config(n_negatives=55), str(cands.relative_to(tmp_path)))
+    assert res.returncode != 0 and not cands.exists()
+    assert "evaluation.insufficient_negatives: truncate" in res.stdout, res.stdout[-3000:]
+
+    # truncate, with names in other spellings: every step sees the library's spelling
+    cfg = config(
+        n_negatives=55,
+        insufficient_negatives="truncate",
+        metrics=["hr@10", "NDCG@10", "mrr@10", "recall@10"],
+        headline=["ndcg@10", "HR @ 10"],
+        rules=["Input_Order", "expected", "hash: 0", "hash_mean", "DOCNO_DESC"],
+        reported_rule="Expected",
+    )
+    res = snakemake(tmp_path, cfg)
+    assert res.returncode == 0, res.stdout[-3000:]
+    lines = pd.read_parquet(cands).groupby("row").size()
+    assert lines.max() == 56 and lines.min() < 56  # full rows and truncated ones
+    m = pd.read_csv(tmp_path / "results" / "mini" / "popularity" / "metrics.csv")
+    assert set(m["rule"]) == {"input_order", "expected", "hash:0", "hash_mean", "docno_desc"}
+    assert set(m["metric"]) == {"HR@10", "nDCG@10", "MRR@10", "Recall@10"}
+    assert (m["n_rows"] == lines.size).all()
+    table = pd.read_csv(tmp_path / "results" / "paper" / "table_mini.csv")
+    assert list(table.columns[2:4]) == ["nDCG@10", "nDCG@10_sd"]
+    checklist = (tmp_path / "results" / "mini" / "popularity" / "audit" / "checklist.md").read_text()
+    assert "the reported rule `expected` does not depend on it" in checklist
