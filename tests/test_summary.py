@@ -751,7 +751,7 @@ COLUMN_ERRORS = [
         "column 'before:hash': tie rule 'hash' needs a seed",
     ),
     ("before_unknown", renamed("before:hash:0", "before:bogus"), "column 'before:bogus'"),
-    ("before_negative_seed", renamed("before:hash:0", "before:hash:-1"), "seed must be >= 0"),
+    ("before_negative_seed", renamed("before:hash:0", "before:hash:-1"), "seed must be from 0"),
     (
         "before_without_n_tied",
         lambda f: f.drop(columns=["n_tied", "n_modal"]),
