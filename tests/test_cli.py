@@ -280,7 +280,7 @@ def _bad_inputs(tmp: Path) -> dict[str, tuple[Path, list[str], list[str]]]:
         "unknown-rule": (good, ["-r", "expected", "coinflip"], ["coinflip"]),
         "empty-file": (empty, [], ["empty.csv", "empty"]),
         "missing-file": (tmp / "absent.csv", [], ["absent.csv", "no such file"]),
-        "NaN-score-parquet": (nan_pq, [], ["nan.parquet", "record 1", "NaN"]),
+        "NaN-score-parquet": (nan_pq, [], ["nan.parquet", "record 2", "NaN"]),
         "zero-seeds": (good, ["--seeds", "0"], ["n_seeds"]),
     }
 
