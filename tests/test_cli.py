@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import subprocess
@@ -280,8 +281,8 @@ def _bad_inputs(tmp: Path) -> dict[str, tuple[Path, list[str], list[str]]]:
         "unknown-rule": (good, ["-r", "expected", "coinflip"], ["coinflip"]),
         "empty-file": (empty, [], ["empty.csv", "empty"]),
         "missing-file": (tmp / "absent.csv", [], ["absent.csv", "no such file"]),
-        "NaN-score-parquet": (nan_pq, [], ["nan.parquet", "record 1", "NaN"]),
-        "zero-seeds": (good, ["--seeds", "0"], ["n_seeds"]),
+        "NaN-score-parquet": (nan_pq, [], ["nan.parquet", "record 2", "NaN"]),
+        "zero-seeds": (good, ["--seeds", "0"], ["--seeds 0", "hash_mean"]),
     }
 
 
@@ -352,7 +353,8 @@ def test_out_pointing_at_an_existing_folder_is_an_error(data, tmp_path, capsys):
     (target / "keep.txt").write_text("keep")
     rc, out, err = run(["evaluate", data, "-m", "HR@1", "--out", target], capsys)
     assert rc == 2
-    assert err.startswith("tieaudit: error: ") and "Traceback" not in err
+    # Was: "[Errno 21] Is a directory: '.../.taken.qh7f88g_.tmp' -> 'taken'"
+    assert err == f"tieaudit: error: --out {target} is a folder; give a file name\n"
     assert target.is_dir() and (target / "keep.txt").read_text() == "keep"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cands.csv", "taken"]  # no temp file
 
@@ -407,3 +409,100 @@ def test_expected_value_matches_hand_computation(tmp_path, capsys):
     assert got["input_order"] == pytest.approx((d2 + 1) / 2)
     assert got["pessimistic"] == pytest.approx((d3 + 1) / 2)
     assert got["expected"] == pytest.approx(((d2 + d3) / 2 + 1) / 2)
+
+
+# --------------------------------------------------------------------------- options and messages
+
+
+@pytest.mark.parametrize("seeds", ["0", "-3"])
+def test_seeds_below_one_only_matter_for_hash_mean(data, tmp_path, capsys, seeds):
+    """Was: "n_seeds must be >= 1" for every rule set, hash_mean or not."""
+    rc, out, err = run(["evaluate", data, "-m", "HR@1", "-r", "expected", "hash:0", "--seeds",
+                        seeds, "--format", "csv"], capsys)  # fmt: skip
+    assert rc == 0 and err == ""
+    assert pd.read_csv(io.StringIO(out))["rule"].tolist() == ["expected", "hash:0"]
+    rc, _, err = run(["audit", data, "-m", "HR@1", "--headline", "HR@1", "-r", "expected",
+                      "--seeds", seeds, "--permutations", "0", "--out-dir", tmp_path / "a"],
+                     capsys)  # fmt: skip
+    assert rc == 0 and (tmp_path / "a" / "checklist.md").is_file()
+    rc, out, err = run(["evaluate", data, "-r", "expected", "hash_mean", "--seeds", seeds], capsys)
+    _check_error(rc, out, err, [f"--seeds {seeds}: hash_mean needs at least 1 seed"])
+
+
+@pytest.mark.parametrize("option", ["--seeds", "--permutations", "--permutation-seed"])
+@pytest.mark.parametrize("text", ["1_0", "\u0661\u0660", "\uff11", "0x1", "1.0"])
+def test_integer_options_take_ascii_digits_only(data, tmp_path, capsys, option, text):
+    """Was: argparse's int() read "1_0" as 10 and "١٠" as 10."""
+    with pytest.raises(SystemExit) as exc:
+        main(["audit", str(data), option, text, "--out-dir", str(tmp_path / "a")])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert f"argument {option}: {text!r} is not an integer" in err
+    assert not (tmp_path / "a").exists()
+
+
+def test_out_dir_naming_a_file_is_an_error(data, tmp_path, capsys):
+    taken = tmp_path / "taken.txt"
+    taken.write_text("keep")
+    rc, out, err = run(["audit", data, "-m", "HR@1", "--headline", "HR@1", "--out-dir", taken],
+                       capsys)  # fmt: skip
+    _check_error(rc, out, err, [f"--out-dir {taken} is a file; give a folder"])
+    assert taken.read_text() == "keep"
+
+
+def test_per_row_naming_a_folder_is_an_error_before_any_work(data, tmp_path, capsys):
+    rc, out, err = run(["evaluate", data, "--out", tmp_path / "m.csv", "--per-row", tmp_path],
+                       capsys)  # fmt: skip
+    _check_error(rc, out, err, [f"--per-row {tmp_path} is a folder; give a file name"])
+    assert not (tmp_path / "m.csv").exists()
+
+
+@pytest.mark.parametrize(
+    ("body", "metrics", "counts"),
+    [
+        ("r1,u,a,1,0.5\n", ["HR@1"], "1 line, 1 row"),
+        ("r1,u,a,1,0.5\n", ["HR@1", "HR@2"], "2 lines, 1 row"),
+        ("r1,u,a,1,0.5\nr2,u,a,1,0.5\n", ["HR@1"], "1 line, 2 rows"),
+    ],
+)
+def test_wrote_message_is_singular_where_it_should_be(tmp_path, capsys, body, metrics, counts):
+    """Was: "wrote m.csv (1 lines, 1 rows)"."""
+    src = tmp_path / "c.csv"
+    src.write_text(HEADER + body)
+    out = tmp_path / "m.csv"
+    rc, _, err = run(["evaluate", src, "-m", *metrics, "-r", "expected", "--out", out], capsys)
+    assert rc == 0 and err == f"wrote {out} ({counts})\n"
+
+
+@pytest.mark.parametrize(
+    ("columns", "fragment"),
+    [
+        ({"score": pa.array([[1.0], [2.0]])}, "column score has type list<"),
+        ({"row": pa.array([[1], [1]])}, "column row has type list<"),
+        ({"row": pa.array([b"r", b"\xff"])}, "record 2: row b'\\xff' is not UTF-8 text"),
+    ],
+)
+@pytest.mark.parametrize("command", ["evaluate", "audit"])
+def test_parquet_columns_of_the_wrong_type_are_one_line_naming_the_file(
+    tmp_path, capsys, columns, fragment, command
+):
+    """Was: a traceback (ArrowNotImplementedError) for a list-typed id column and "Invalid UTF8
+    payload" for a binary row id, naming no file."""
+    data = {"row": ["r", "r"], "user_id": ["u", "u"], "item_id": ["a", "b"], "label": [1, 0],
+            "score": [1.0, 0.0], **columns}  # fmt: skip
+    path = tmp_path / "bad.parquet"
+    pq.write_table(pa.table(data), path)
+    rc, out, err = run([command, path, "-m", "HR@1", "--headline", "HR@1"] if command == "audit"
+                       else [command, path, "-m", "HR@1"], capsys)  # fmt: skip
+    _check_error(rc, out, err, [f"{path}: ", fragment])
+
+
+def test_infinite_scores_through_the_cli(tmp_path, capsys):
+    src = tmp_path / "c.csv"
+    src.write_text(HEADER + "r1,u,a,1,-inf\nr1,u,b,0,-inf\nr1,u,c,0,-7\nr2,u,a,1,inf\n")
+    rc, out, err = run(["evaluate", src, "-m", "MRR@10", "-r", "optimistic", "pessimistic",
+                        "--format", "csv"], capsys)  # fmt: skip
+    assert rc == 0 and err == ""
+    s = pd.read_csv(io.StringIO(out)).set_index("rule")["value"]
+    assert s["optimistic"] == pytest.approx((1 / 2 + 1) / 2)
+    assert s["pessimistic"] == pytest.approx((1 / 3 + 1) / 2)

@@ -103,11 +103,15 @@ def test_vectorised_equals_reference_many_seeds() -> None:
         ]
 
 
-def test_seed_is_taken_modulo_2_64() -> None:
-    assert hash_key(2**64, "u", "i") == hash_key(0, "u", "i")
-    assert hash_key(2**64 + 5, "u", "i") == hash_key(5, "u", "i")
+def test_seeds_outside_64_bits_are_refused_not_wrapped() -> None:
+    """Was: seeds were taken modulo 2**64, so hash:2**64 silently equalled hash:0."""
     pairs = pair_keys(string_hashes(["u"]), string_hashes(["i"]))
-    assert int(seeded_keys(pairs, 2**64 + 5)[0]) == hash_key(5, "u", "i")
+    for seed in (2**64, 2**64 + 5, -1):
+        with pytest.raises(ValueError, match=r"outside 0 \.\. 2\*\*64 - 1"):
+            hash_key(seed, "u", "i")
+        with pytest.raises(ValueError, match=r"outside 0 \.\. 2\*\*64 - 1"):
+            seeded_keys(pairs, seed)
+    assert int(seeded_keys(pairs, 2**64 - 1)[0]) == hash_key(2**64 - 1, "u", "i")
 
 
 def test_key_depends_on_every_input() -> None:

@@ -34,7 +34,8 @@ def test_parse_plain_rules(kind: str) -> None:
         ("random:0", "random", 0),
         ("Random:123", "random", 123),
         ("hash:007", "hash", 7),
-        ("hash:18446744073709551616", "hash", 2**64),
+        ("hash:18446744073709551615", "hash", 2**64 - 1),
+        ("random:18446744073709551615", "random", 2**64 - 1),
     ],
 )
 def test_parse_seeded_rules(text: str, kind: str, seed: int) -> None:
@@ -68,8 +69,17 @@ def test_seed_forbidden(kind: str) -> None:
 @pytest.mark.parametrize(
     ("text", "fragment"),
     [
-        ("hash:-1", "seed must be >= 0"),
-        ("random:-5", "seed must be >= 0"),
+        ("hash:-1", "seed must be from 0 to 2**64 - 1"),
+        ("random:-5", "seed must be from 0 to 2**64 - 1"),
+        # 64-bit seeds: hash:2**64 would wrap to hash:0
+        ("hash:18446744073709551616", "seed must be from 0 to 2**64 - 1"),
+        ("random:18446744073709551616", "seed must be from 0 to 2**64 - 1"),
+        # ASCII digits and spaces only (int() and \d take other scripts' digits)
+        ("hash:\u0661\u0665", "cannot parse"),
+        ("hash:\uff11\uff15", "cannot parse"),
+        ("hash:1_5", "cannot parse"),
+        ("hash:\u00a01", "cannot parse"),
+        ("\u3000expected", "cannot parse"),
         ("hash:abc", "cannot parse"),
         ("hash:1.5", "cannot parse"),
         ("hash:1:2", "cannot parse"),
@@ -100,8 +110,10 @@ def test_constructor_validates() -> None:
         TieRule("Hash", 1)  # the constructor takes canonical (lower-case) kinds only
     with pytest.raises(ValueError, match="needs a seed"):
         TieRule("random")
-    with pytest.raises(ValueError, match="seed must be >= 0"):
+    with pytest.raises(ValueError, match="seed must be from 0 to"):
         TieRule("hash", -1)
+    with pytest.raises(ValueError, match="seed must be from 0 to"):
+        TieRule("hash", 2**64)
 
 
 def test_str_of_seeded() -> None:

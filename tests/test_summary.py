@@ -649,7 +649,7 @@ def chain(*changes) -> callable:
     return change
 
 
-# (id, change to HAND, 0-based record named, words in the message)
+# (id, change to HAND, 0-based position of the record named, words in the message)
 ROW_ERRORS = [
     ("two_lines", with_line("B", 1), 1, "row 'B' has several lines"),
     ("label0_beside", with_line("B", 0), 1, "row 'B' has several lines"),
@@ -712,7 +712,7 @@ def test_summary_row_errors_name_record_and_line(change, record, words, tmp_path
     frame = as_text(bad) if words.endswith("not a number") else bad
     with pytest.raises(CandidateError) as exc:
         CandidateTable.from_frame(frame, source="summary-frame")
-    assert f"summary-frame: record {record}" in str(exc.value)
+    assert f"summary-frame: record {record + 1}" in str(exc.value)  # records count from 1
     assert words in str(exc.value)
     path = tmp_path / "summary.csv"
     write_table(bad, path)
@@ -751,7 +751,7 @@ COLUMN_ERRORS = [
         "column 'before:hash': tie rule 'hash' needs a seed",
     ),
     ("before_unknown", renamed("before:hash:0", "before:bogus"), "column 'before:bogus'"),
-    ("before_negative_seed", renamed("before:hash:0", "before:hash:-1"), "seed must be >= 0"),
+    ("before_negative_seed", renamed("before:hash:0", "before:hash:-1"), "seed must be from 0"),
     (
         "before_without_n_tied",
         lambda f: f.drop(columns=["n_tied", "n_modal"]),

@@ -167,15 +167,33 @@ def test_gzip_comments_blank_lines_and_extra_fields(tmp_path) -> None:
         ("1 Q0 a 1 1 x\n", "1 0 a 0.5\n", "q.txt: line 1: rel '0.5' is not a whole number"),
         ("1 Q0 a 1 1 x\n", "1 0 a 1\n\n1 0 a 0\n", "q.txt: lines 1 and 3: duplicate judgement"),
         ("1 Q0 a 1 1 x\n1 Q0 b 1 1 x\n\n1 Q0 a 1 3 x\n", "1 0 a 1\n",
-         "r.txt: line 4: duplicate (row, item_id), e.g. row '1' item 'a'"),
-        ("1 Q0 a 1 1 x\n1 Q0 b 1 nan x\n", "1 0 a 1\n", "r.txt: line 2: missing or NaN score"),
+         "r.txt: lines 1 and 4: duplicate docno 'a' for query '1'"),
+        ("1 Q0 a 1 1 x\n1 Q0 b 1 nan x\n", "1 0 a 1\n", "r.txt: line 2: score 'nan' is not a number"),
         ("1 Q0 a 1 1 x\n", "1 0 a 0\n2 0 b 1\n", "no query of the run has a relevant document"),
         ("", "1 0 a 1\n", "r.txt: no run lines"),
+        # one ASCII number grammar: Python's float() read "1_5" as 15 (trec_eval reads 1) and
+        # other scripts' digits as numbers
+        ("1 Q0 a 1 1_5 x\n", "1 0 a 1\n", "r.txt: line 1: score '1_5' is not a number"),
+        ("1 Q0 a 1 \uff11 x\n", "1 0 a 1\n", "r.txt: line 1: score '\uff11' is not a number"),
+        ("1 Q0 a 1 1 x\n", "1 0 a \u0661\n", "q.txt: line 1: rel '\u0661' is not a number"),
+        ("1 Q0 a 1 1 x\n", "1 0 a 1_0\n", "q.txt: line 1: rel '1_0' is not a number"),
+        ("1 Q0 a 1 0x1 x\n", "1 0 a 1\n", "r.txt: line 1: score '0x1' is not a number"),
+        ("1 Q0 a 1 1 x\n", "1 0 a inf\n", "q.txt: line 1: rel 'inf' is not a whole number"),
+        # NaN is an error on any line, also of a query that is not evaluated
+        ("1 Q0 a 1 1 x\n2 Q0 a 1 NaN x\n", "1 0 a 1\n", "r.txt: line 2: score 'NaN' is not"),
+        # duplicates in TREC words, naming both lines (was: the candidates check's "duplicate
+        # (row, item_id)" naming the later line only); the first repeat in the file is named
+        ("1 Q0 b 1 1 x\n1 Q0 a 2 1 x\n1 Q0 a 3 1 x\n1 Q0 b 4 1 x\n", "1 0 a 1\n",
+         "r.txt: lines 2 and 3: duplicate docno 'a' for query '1'"),
+        ("1 Q0 a 1 1 x\n9 Q0 z 1 1 x\n9 Q0 z 2 1 x\n", "1 0 a 1\n",  # a query not evaluated
+         "r.txt: lines 2 and 3: duplicate docno 'z' for query '9'"),
+        ("1 Q0 a 1 1 x\n", "1 0 b 0\n1 0 a 1\n1 0 b 1\n",
+         "q.txt: lines 1 and 3: duplicate judgement of docno 'b' for query '1'"),
     ],
 )  # fmt: skip
 def test_bad_files_name_the_file_and_line(tmp_path, run: str, qrels: str, fragment: str) -> None:
-    (tmp_path / "r.txt").write_text(run)
-    (tmp_path / "q.txt").write_text(qrels)
+    (tmp_path / "r.txt").write_text(run, encoding="utf-8")
+    (tmp_path / "q.txt").write_text(qrels, encoding="utf-8")
     with pytest.raises(TrecError) as info:
         read_trec(tmp_path / "r.txt", tmp_path / "q.txt")
     assert fragment in str(info.value)
@@ -219,14 +237,15 @@ def trec_eval_reference(run: list[tuple], qrels: dict[tuple[str, str], int]) -> 
 
 @st.composite
 def runs(draw):
-    docs = st.sampled_from(["a", "b", "B", "c", "d10", "d9", "é", "z"])
+    # docnos with Unicode spaces inside (one field for trec_eval, which splits on ASCII spaces)
+    docs = st.sampled_from(["a", "b", "B", "c", "d10", "d9", "é", "z", "x\u00a0y", "x\u3000"])
     queries = draw(st.lists(st.sampled_from(["1", "2", "10", "x"]), min_size=1, max_size=4,
                             unique=True))  # fmt: skip
     run, qrels = [], {}
     for q in queries:
         names = draw(st.lists(docs, min_size=1, max_size=7, unique=True))
         for d in names:
-            run.append((q, d, float(draw(st.integers(0, 2)))))
+            run.append((q, d, draw(st.sampled_from([-math.inf, 0.0, 1.0, 2.0, math.inf]))))
         for d in draw(st.lists(docs, max_size=5, unique=True)):
             qrels[(q, d)] = draw(st.integers(-1, 2))
     order = draw(st.permutations(range(len(run))))
@@ -337,3 +356,63 @@ def test_audit_of_a_run_with_a_query_that_retrieved_nothing_relevant(tmp_path) -
     s = res.evaluation.summary().set_index(["rule", "metric"])
     assert s.loc[("docno_desc", "P@1"), "value"] == 0.5
     assert s.loc[("docno_desc", "Recall@2"), "value"] == 0.25
+
+
+# ----------------------------------------------------------------------------- fields and numbers
+
+
+@pytest.mark.parametrize("space", ["\u00a0", "\u0085", "\u2028", "\u3000", "\u2003", "\x1c"])
+def test_unicode_spaces_belong_to_the_docno(tmp_path, space: str) -> None:
+    """Fields split on ASCII whitespace only, as trec_eval's ``isspace``.
+
+    Was: ``str.split()``; ``x<NBSP>y`` became the docno ``x``, the rank column was read as the
+    score and the score as the tag, so MRR was 1/3 where trec_eval says 1/2.
+    """
+    run = tmp_path / "r.txt"
+    run.write_text(f"1 Q0 b 1 3 t\n1 Q0 x{space}y 2 2 t\n1 Q0 a 3 1 t\n", encoding="utf-8")
+    qrels = tmp_path / "q.txt"
+    qrels.write_text(f"1 0 x{space}y 1\n1 0 c{space}d 0\n", encoding="utf-8")
+    res = read_run(run)
+    assert res.docno.tolist() == ["b", f"x{space}y", "a"] and res.value.tolist() == [3, 2, 1]
+    assert read_qrels(qrels).docno.tolist() == [f"x{space}y", f"c{space}d"]
+    e = evaluate(read_trec(run, qrels).table, ["MRR@10"], ["docno_desc"])
+    assert e.mean("docno_desc", "MRR@10") == 0.5
+
+
+def test_ascii_whitespace_of_every_kind_separates_fields(tmp_path) -> None:
+    run = tmp_path / "r.txt"
+    run.write_bytes(b"1\tQ0\x0bd1\x0c1 \t 2.0 t\n1 Q0 d2 2 1 t\r\n")
+    res = read_run(run)
+    assert res.docno.tolist() == ["d1", "d2"] and res.value.tolist() == [2.0, 1.0]
+
+
+def test_infinite_scores_rank_first_and_last_and_tie(tmp_path) -> None:
+    """Log-probabilities of -inf are scores: they rank last, and equal infinities tie."""
+    run = tmp_path / "r.txt"
+    run.write_text("1 Q0 a 1 -inf t\n1 Q0 b 2 -Infinity t\n1 Q0 c 3 -3.5 t\n1 Q0 d 4 +INF t\n")
+    qrels = tmp_path / "q.txt"
+    qrels.write_text("1 0 a 1\n")
+    assert read_run(run).value.tolist() == [-math.inf, -math.inf, -3.5, math.inf]
+    e = evaluate(read_trec(run, qrels).table, ["MRR@10"],
+                 ["docno_desc", "item_id", "optimistic", "pessimistic", "expected"])  # fmt: skip
+    # d, c, then the tie {a, b}: a is 4th under docno_desc (b a), 3rd under item_id (a b)
+    assert e.mean("docno_desc", "MRR@10") == 1 / 4 and e.mean("item_id", "MRR@10") == 1 / 3
+    assert e.mean("optimistic", "MRR@10") == 1 / 3 and e.mean("pessimistic", "MRR@10") == 1 / 4
+    assert e.mean("expected", "MRR@10") == pytest.approx((1 / 3 + 1 / 4) / 2)
+
+
+# ----------------------------------------------------------------------------- ids
+
+
+def test_ids_are_exact_a_trailing_nul_is_no_duplicate(tmp_path) -> None:
+    """Was: the qrels duplicate check compared numpy fixed-width strings, which drop trailing
+    NULs, and joined qid and docno with a NUL, so ("a", "\\0b") and ("a\\0", "b") collided."""
+    run = tmp_path / "r.txt"
+    run.write_text("1 Q0 a 1 2 t\n1 Q0 a\x00 2 1 t\nq Q0 \x00b 1 1 t\nq\x00 Q0 b 1 1 t\n")
+    qrels = tmp_path / "q.txt"
+    qrels.write_text("1 0 a\x00 1\n1 0 a 0\nq 0 \x00b 1\nq\x00 0 b 1\n")
+    assert read_qrels(qrels).docno.tolist() == ["a\x00", "a", "\x00b", "b"]
+    trec = read_trec(run, qrels)
+    assert trec.table.row_ids.tolist() == ["1", "q", "q\x00"]
+    e = evaluate(trec.table, ["MRR@10"], ["docno_desc"])
+    assert e["docno_desc"].values[e.measures[0]].tolist() == [0.5, 1.0, 1.0]

@@ -7,7 +7,10 @@ A candidates file has one line per (evaluation row, candidate item) with columns
 * ``item_id`` — the candidate item, read as a string; unique within a row;
 * ``label``   — 1 for a relevant (held-out) item, 0 for a non-relevant one (e.g. a sampled
   negative); a row has one or several relevant items;
-* ``score``   — a finite float; higher is better.
+* ``score``   — a float, higher is better; ``inf`` and ``-inf`` are scores too (a log-probability
+  of ``-inf`` ranks last) and equal infinities tie; NaN is an error. Text follows one strict
+  grammar (:mod:`tieaudit._numbers`: ASCII digits, sign, point, exponent, ``inf``), as do
+  ``label`` and the counts below.
 
 Optional columns, each a non-negative integer that is constant within a row (a per-row count
 written on every line of the row):
@@ -71,6 +74,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ._numbers import not_a_number_text, number_text
+
 __all__ = [
     "CandidateTable", "CandidateError", "read_candidates", "REQUIRED_COLUMNS", "COUNT_COLUMNS",
     "SUMMARY_COUNT_COLUMNS", "BEFORE_PREFIX", "BEFORE_RULES",
@@ -99,14 +104,14 @@ LineMap = Callable[[np.ndarray], list[int]]
 def _where(source: str, positions: np.ndarray, csv_lines: bool | LineMap) -> str:
     """'file.csv lines 3, 9 (and 4 more)' for 0-based record positions.
 
-    ``csv_lines`` is False (records, 0-based), True (1-based lines below a header line) or a
-    function mapping record positions to file line numbers (used when a CSV has blank lines).
+    ``csv_lines`` is False (records, counted from 1), True (1-based lines below a header line) or
+    a function mapping record positions to file line numbers (used when a CSV has blank lines).
     """
     shown_pos = np.asarray(positions[:_SHOW])
     if callable(csv_lines):
         numbers = csv_lines(shown_pos)
     else:
-        numbers = [int(p) + (2 if csv_lines else 0) for p in shown_pos]
+        numbers = [int(p) + (2 if csv_lines else 1) for p in shown_pos]
     shown = ", ".join(str(n) for n in numbers)
     more = f" (and {len(positions) - _SHOW} more)" if len(positions) > _SHOW else ""
     unit = "line" if csv_lines is not False else "record"
@@ -115,7 +120,9 @@ def _where(source: str, positions: np.ndarray, csv_lines: bool | LineMap) -> str
 
 
 def _csv_line_map(path: Path) -> LineMap:
-    """Record position -> 1-based file line, skipping blank lines as the CSV reader does.
+    """Record position -> 1-based file line (where the record starts), skipping blank lines as
+    the CSV reader does; a quoted field may span lines (an odd number of quotes on a line opens
+    or closes one).
 
     Only called to word an error message, so it may scan the file once.
     """
@@ -126,8 +133,11 @@ def _csv_line_map(path: Path) -> LineMap:
         opener = gzip.open if path.suffix.lower() == ".gz" else open
         with opener(path, "rb") as fh:
             record = -2  # the first non-blank line is the header
+            quoted = False  # inside a quoted field that continues on the next line
             for number, line in enumerate(fh, start=1):
-                if not line.strip(b"\r\n"):
+                starts = not quoted
+                quoted ^= line.count(b'"') % 2 == 1
+                if not starts or not line.strip(b"\r\n"):
                     continue
                 record += 1
                 if record in wanted:
@@ -289,7 +299,11 @@ class CandidateTable:
     # ------------------------------------------------------------------ construction
     @classmethod
     def from_frame(cls, frame: pd.DataFrame, source: str = "<frame>") -> CandidateTable:
-        """Validate a DataFrame with the five columns (positions in errors are 0-based records)."""
+        """Validate a DataFrame with the five columns (errors name records, counted from 1).
+
+        An id column holds text or integers, not both: ``1`` and ``"1"`` would otherwise become
+        one id. Ids are kept exactly (a trailing NUL stays).
+        """
         missing = [c for c in REQUIRED_COLUMNS if c not in frame.columns]
         if missing:
             raise CandidateError(
@@ -302,9 +316,10 @@ class CandidateTable:
         for c in REQUIRED_COLUMNS + optional:
             col = frame[c]
             if c in _ID_COLUMNS:
+                _check_one_id_type(col, c, source)
                 try:
                     arr = pa.array(col, from_pandas=True)
-                except (pa.ArrowInvalid, pa.ArrowTypeError):  # mixed Python objects
+                except (pa.ArrowInvalid, pa.ArrowTypeError):  # objects Arrow cannot store
                     arr = pa.array([None if pd.isna(v) else str(v) for v in col], pa.string())
             else:
                 try:
@@ -340,7 +355,7 @@ class CandidateTable:
         for c in _ID_COLUMNS:
             col = table.column(c)
             if not pa.types.is_string(col.type) and not pa.types.is_large_string(col.type):
-                col = pc.cast(col, pa.string())
+                col = _id_text(col, c, source, csv_lines)
             missing = pc.fill_null(pc.or_kleene(pc.is_null(col), pc.equal(col, "")), True)
             bad(missing.to_numpy(zero_copy_only=False), f"missing {c}")
             ids[c] = col
@@ -352,7 +367,6 @@ class CandidateTable:
         bad(np.isnan(label), "missing label")
         bad(~np.isin(label, (0.0, 1.0)), "label must be 0 or 1")
         bad(np.isnan(score), "missing or NaN score")
-        bad(~np.isfinite(score), "infinite score")
 
         row, row_ids = _encode(ids["row"], sort=False)
         user, user_ids = _encode(ids["user_id"], sort=False)
@@ -427,6 +441,55 @@ class CandidateTable:
                    **counts, before=before)  # fmt: skip
 
 
+def _id_text(
+    col: pa.ChunkedArray, name: str, source: str, csv_lines: bool | LineMap
+) -> pa.ChunkedArray:
+    """A non-text id column as text: integers (and other scalars) by Arrow's cast, binary when it
+    is UTF-8; nested values (lists, structs, ...) are an error naming the column."""
+    try:
+        return pc.cast(col, pa.string())
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        pass
+    typ = col.type
+    if pa.types.is_binary(typ) or pa.types.is_large_binary(typ) or pa.types.is_fixed_size_binary(typ):
+        for pos, v in enumerate(col.to_pylist()):  # the first record that is not UTF-8
+            try:
+                if v is not None:
+                    v.decode("utf-8")
+            except UnicodeDecodeError:
+                raise CandidateError(
+                    f"{_where(source, np.array([pos]), csv_lines)}: {name} {v!r} is not UTF-8 text"
+                ) from None
+    raise CandidateError(f"{source}: column {name} has type {typ}, expected text or integers")
+
+
+def _id_kind(value: object) -> str:
+    """What kind of id a Python value is (numpy scalars included)."""
+    for kinds, word in ((str, "text"), (bytes, "bytes"), ((bool, np.bool_), "boolean"),
+                        ((int, np.integer), "integer"), ((float, np.floating), "float")):  # fmt: skip
+        if isinstance(value, kinds):
+            return word
+    return type(value).__name__
+
+
+def _check_one_id_type(col: pd.Series, name: str, source: str) -> None:
+    """An object column of ids mixing kinds (``1`` and ``"1"``) is an error naming a record."""
+    if col.dtype != object or not pd.api.types.infer_dtype(col, skipna=True).startswith("mixed"):
+        return
+    first = None
+    for pos, v in enumerate(col.tolist()):
+        if v is None or (isinstance(v, float) and np.isnan(v)) or v is pd.NA:
+            continue
+        if first is None:
+            first = (pos, v)
+        elif _id_kind(v) != _id_kind(first[1]):
+            raise CandidateError(
+                f"{_where(source, np.array([pos]), False)}: {name} {v!r} is {_id_kind(v)} but "
+                f"record {first[0] + 1} has {_id_kind(first[1])} {first[1]!r}; ids of one column "
+                "must all be text or all integers (1 and '1' would become one id)"
+            )
+
+
 def _check_unique_columns(names: list[str], source: str) -> None:
     """A column name given twice (e.g. a repeated CSV header field) is an error."""
     twice = sorted(c for c, n in Counter(names).items() if n > 1)
@@ -489,21 +552,23 @@ def _check_summary(row, is_pos, row_ids, counts, before, bad_rows) -> None:
 def _numeric(
     col: pa.ChunkedArray, name: str, source: str, csv_lines: bool | LineMap
 ) -> np.ndarray:
-    """A numeric column as float64 with NaN for nulls; text that is no number is an error."""
+    """A numeric column as float64 with NaN for nulls; text that is no number is an error.
+
+    Text follows :mod:`tieaudit._numbers` (ASCII; ``inf``/``-inf`` allowed); an empty field and
+    ``nan`` text become NaN, which the caller reports as missing.
+    """
     if pa.types.is_boolean(col.type):
         col = pc.cast(col, pa.int8())
     if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
-        text = col.to_pandas()
-        values = pd.to_numeric(text, errors="coerce")
-        stripped = text.str.strip().str.lower()
-        bad = (values.isna() & text.notna() & ~stripped.isin(["", "nan", "-nan", "+nan"]))
-        bad = bad.to_numpy(dtype=bool)
-        pos = np.flatnonzero(bad)
+        clean, refused = number_text(col)
+        pos = not_a_number_text(col, refused)
         if len(pos):
             raise CandidateError(
-                f"{_where(source, pos, csv_lines)}: {name} {text.iloc[pos[0]]!r} is not a number"
+                f"{_where(source, pos, csv_lines)}: {name} {col[int(pos[0])].as_py()!r} is not a "
+                "number"
             )
-        return values.to_numpy(dtype=np.float64, na_value=np.nan)
+        values = pc.cast(clean, pa.float64()).fill_null(np.nan)
+        return values.to_numpy(zero_copy_only=False)
     if not (pa.types.is_integer(col.type) or pa.types.is_floating(col.type)):
         raise CandidateError(f"{source}: column {name} has type {col.type}, expected numbers")
     return col.to_numpy().astype(np.float64) if col.null_count == 0 else np.asarray(
@@ -511,33 +576,74 @@ def _numeric(
     )
 
 
-def _csv_table(path: Path) -> pa.Table:
+def _csv_table(path: Path, name: str) -> pa.Table:
     import pyarrow.csv as pacsv
 
-    head = pacsv.open_csv(path).schema.names if path.stat().st_size else []
-    types = {c: pa.string() for c in head if c in _ID_COLUMNS}
-    # label, score and the counts stay text when they are not clean numbers, so errors can name
-    # the line.
-    for c in head:
-        if c in ("label", "score") or _is_count_column(c):
-            types[c] = pa.string()
-    return pacsv.read_csv(
-        path,
-        convert_options=pacsv.ConvertOptions(
-            column_types=types, strings_can_be_null=False, quoted_strings_can_be_null=False
-        ),
-    )
+    try:
+        head = pacsv.open_csv(path).schema.names if path.stat().st_size else []
+        types = {c: pa.string() for c in head if c in _ID_COLUMNS}
+        # label, score and the counts stay text: they are checked against the number grammar,
+        # and errors can name the line.
+        for c in head:
+            if c in ("label", "score") or _is_count_column(c):
+                types[c] = pa.string()
+        return pacsv.read_csv(
+            path,
+            convert_options=pacsv.ConvertOptions(
+                column_types=types, strings_can_be_null=False, quoted_strings_can_be_null=False
+            ),
+        )
+    except pa.ArrowInvalid as exc:
+        raise CandidateError(f"{name}: {_csv_problem(path, exc)}") from None
+
+
+def _csv_problem(path: Path, exc: pa.ArrowInvalid) -> str:
+    """Where a CSV file the reader refused goes wrong, e.g. 'line 7: expected 5 fields, found 6'.
+
+    Only called for an error: reads the file again, single-threaded, to learn the record."""
+    import pyarrow.csv as pacsv
+
+    bad: list = []
+
+    def first_bad_row(row) -> str:
+        bad.append(row)
+        return "error"
+
+    try:
+        pacsv.read_csv(
+            path,
+            read_options=pacsv.ReadOptions(use_threads=False),
+            parse_options=pacsv.ParseOptions(invalid_row_handler=first_bad_row),
+        )
+    except pa.ArrowInvalid:
+        pass
+    if bad:
+        row = bad[0]
+        (line,) = _csv_line_map(path)(np.array([row.number - 2]))  # number 1 is the header
+        hint = " (a quoted field runs over several lines: a quote left open?)" if "\n" in (
+            row.text or "") else ""  # fmt: skip
+        return (f"line {line}: expected {row.expected_columns} fields, found "
+                f"{row.actual_columns}{hint}")  # fmt: skip
+    opener = gzip.open if path.suffix.lower() == ".gz" else open
+    with opener(path, "rb") as fh:
+        for number, raw in enumerate(fh, start=1):
+            try:
+                raw.decode("utf-8")
+            except UnicodeDecodeError:
+                return f"line {number}: not UTF-8 text"
+    return "cannot read: " + " ".join(str(exc).split())
 
 
 def read_candidates(path: str | os.PathLike[str]) -> CandidateTable:
     """Read and validate a candidates file (CSV or Parquet, by extension).
 
-    Raises :class:`CandidateError` naming the file and the offending lines for: a missing file or
-    column, an empty file, NaN, infinite or non-numeric scores, labels other than 0/1, a row without
-    a relevant item, a duplicate (row, item_id), a missing id, a row whose lines name different
-    users, or an optional count (``n_relevant``, ``n_higher``, ``n_lower``) that is missing, not a
-    whole number >= 0, differs between the lines of a row, or (``n_relevant``) is below the
-    row's relevant lines.
+    Raises :class:`CandidateError` naming the file and the offending lines (CSV) or records
+    (Parquet, counted from 1) for: a missing file or column, an empty file, a malformed CSV line,
+    NaN or non-numeric scores (``inf`` and ``-inf`` are scores), labels other than 0/1, a row
+    without a relevant item, a duplicate (row, item_id), a missing id or one that is not text, a
+    row whose lines name different users, or an optional count (``n_relevant``, ``n_higher``,
+    ``n_lower``) that is missing, not a whole number >= 0, differs between the lines of a row,
+    or (``n_relevant``) is below the row's relevant lines.
     """
     p = Path(path)
     name = str(path)
@@ -553,7 +659,7 @@ def read_candidates(path: str | os.PathLike[str]) -> CandidateTable:
         elif suffixes.endswith((".csv", ".csv.gz")):
             if p.stat().st_size == 0:
                 raise CandidateError(f"{name}: empty file (expected a header and candidates)")
-            table = _csv_table(p)
+            table = _csv_table(p, name)
             csv_lines = _csv_line_map(p)
         else:
             raise CandidateError(

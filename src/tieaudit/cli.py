@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from . import __version__
+from ._numbers import parse_integer
 from .audit import DEFAULT_PERMUTATIONS, audit
 from .candidates import (
     COUNT_COLUMNS,
@@ -19,7 +20,7 @@ from .candidates import (
 from .evaluate import DEFAULT_SEEDS, evaluate
 from .io import atomic_write_many, frame_to_text
 from .measures import DEFAULT_MEASURES
-from .rules import DEFAULT_RULES, RULE_KINDS
+from .rules import DEFAULT_RULES, RULE_KINDS, parse_rules
 from .trec import read_trec
 
 _DEFAULT_METRICS = [str(m) for m in DEFAULT_MEASURES]
@@ -29,9 +30,10 @@ _INPUT_HELP = f"""\
 FILE is a candidates table, CSV (.csv, .csv.gz) or Parquet (.parquet, .pq), one line per
 candidate, with columns {", ".join(REQUIRED_COLUMNS)}: `row` names the evaluation row (one user
 and their held-out items), `label` is 1 for a relevant item (a row has one or several) and 0 for
-the others, `score` is a finite float (higher ranks first). The file's line order is the stored
-order that `input_order` keeps among equal scores. Optional per-row counts, repeated on every line
-of a row: {", ".join(COUNT_COLUMNS)} (the row's total number of relevant items, stored or not;
+the others, `score` is a number (higher ranks first; inf and -inf are allowed, NaN is not;
+ASCII digits only). The file's line order is the stored order that `input_order` keeps among
+equal scores. Optional per-row counts, repeated on every line of a row:
+{", ".join(COUNT_COLUMNS)} (the row's total number of relevant items, stored or not;
 candidates left unstored that score strictly above / below every relevant item of the row).
 
 A summary table (full-catalog evaluation, `tieaudit.fullcatalog`) has one line per row, its
@@ -58,6 +60,14 @@ tie rules (how candidates with equal scores are ordered):
   item_id       item id ascending (invariant, but favours ids that sort first)
   docno_desc    item id descending: trec_eval's tie order (invariant, but biased)
 """
+
+
+def _count(text: str) -> int:
+    """An integer option in ASCII digits (``int()`` would take ``1_0`` and other scripts' digits)."""
+    try:
+        return parse_integer(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -93,8 +103,9 @@ def _parser() -> argparse.ArgumentParser:
             help=f"tie rules (default: {' '.join(_DEFAULT_RULES)}; and docno_desc with --run)",
         )  # fmt: skip
         sp.add_argument(
-            "--seeds", type=int, default=DEFAULT_SEEDS, metavar="N",
-            help=f"number of hash seeds for hash_mean (default: {DEFAULT_SEEDS})",
+            "--seeds", type=_count, default=DEFAULT_SEEDS, metavar="N",
+            help=f"number of hash seeds for hash_mean (default: {DEFAULT_SEEDS}; unused "
+            "without hash_mean)",
         )  # fmt: skip
 
     ev = sub.add_parser(
@@ -132,11 +143,11 @@ def _parser() -> argparse.ArgumentParser:
     au.add_argument("-o", "--out-dir", metavar="DIR", default="tieaudit-audit",
                     help="output folder (default: ./tieaudit-audit)")  # fmt: skip
     au.add_argument(
-        "--permutations", type=int, default=DEFAULT_PERMUTATIONS, metavar="P",
+        "--permutations", type=_count, default=DEFAULT_PERMUTATIONS, metavar="P",
         help=f"seeded random shuffles per row, besides positive-last and reversed "
         f"(default: {DEFAULT_PERMUTATIONS})",
     )  # fmt: skip
-    au.add_argument("--permutation-seed", type=int, default=0, metavar="S",
+    au.add_argument("--permutation-seed", type=_count, default=0, metavar="S",
                     help="seed of the shuffles (default: 0)")  # fmt: skip
     au.add_argument("--headline", nargs="+", default=["nDCG@10", "HR@10"], metavar="M",
                     help="measures shown in the checklist (default: nDCG@10 HR@10)")  # fmt: skip
@@ -162,9 +173,33 @@ def _load(args: argparse.Namespace) -> tuple[CandidateTable, list[str], str]:
     return trec.table, rules, Path(args.run).name
 
 
+def _n_seeds(seeds: int, rules: list[str]) -> int:
+    """``--seeds``, checked only when a rule averages over hash seeds (``hash_mean``)."""
+    if any(r.kind == "hash_mean" for r in parse_rules(rules)):
+        if seeds < 1:
+            raise ValueError(f"--seeds {seeds}: hash_mean needs at least 1 seed")
+        return seeds
+    return seeds if seeds >= 1 else DEFAULT_SEEDS  # unused: no rule averages over seeds
+
+
+def _check_out(path: str | None, option: str, folder: bool = False) -> None:
+    """An output option names a file (``folder``: a folder) that may not exist yet; say so
+    before any work is done rather than when the result is written."""
+    if path is None or not Path(path).exists() or Path(path).is_dir() == folder:
+        return
+    is_, want = ("a file", "a folder") if folder else ("a folder", "a file name")
+    raise ValueError(f"{option} {path} is {is_}; give {want}")
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
 def _evaluate(args: argparse.Namespace) -> int:
+    _check_out(args.out, "--out")
+    _check_out(args.per_row, "--per-row")
     table, rules, _ = _load(args)
-    ev = evaluate(table, args.metrics, rules, n_seeds=args.seeds)
+    ev = evaluate(table, args.metrics, rules, n_seeds=_n_seeds(args.seeds, rules))
     summary = ev.summary()
     fmt = args.format
     if fmt is None:
@@ -178,7 +213,8 @@ def _evaluate(args: argparse.Namespace) -> int:
         files[args.per_row] = per_row
     atomic_write_many(files)
     if args.out:
-        print(f"wrote {args.out} ({len(summary)} lines, {table.n_rows} rows)", file=sys.stderr)
+        counts = f"{_plural(len(summary), 'line')}, {_plural(table.n_rows, 'row')}"
+        print(f"wrote {args.out} ({counts})", file=sys.stderr)
     else:
         sys.stdout.write(text)
     return 0
@@ -187,13 +223,14 @@ def _evaluate(args: argparse.Namespace) -> int:
 def _audit(args: argparse.Namespace) -> int:
     if args.reported_rule.split(":")[0] not in RULE_KINDS:
         raise ValueError(f"unknown --reported-rule {args.reported_rule!r}")
+    _check_out(args.out_dir, "--out-dir", folder=True)
+    out = Path(args.out_dir)
     table, rules, title = _load(args)
     res = audit(
-        table, args.metrics, rules, n_seeds=args.seeds, n_permutations=args.permutations,
-        seed=args.permutation_seed, headline=args.headline, reported_rule=args.reported_rule,
-        title=title,
+        table, args.metrics, rules, n_seeds=_n_seeds(args.seeds, rules),
+        n_permutations=args.permutations, seed=args.permutation_seed, headline=args.headline,
+        reported_rule=args.reported_rule, title=title,
     )  # fmt: skip
-    out = Path(args.out_dir)
     atomic_write_many({
         out / "invariance.csv": frame_to_text(res.invariance),
         out / "diagnostics.csv": frame_to_text(res.diagnostics),

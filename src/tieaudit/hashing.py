@@ -11,7 +11,7 @@ Definition (all arithmetic modulo 2**64, ids encoded as UTF-8)::
     mix(x)    = splitmix64 finaliser:  x ^= x >> 30; x *= 0xBF58476D1CE4E5B9;
                                        x ^= x >> 27; x *= 0x94D049BB133111EB; x ^= x >> 31
     pair(u,i) = mix(H(u) ^ mix(H(i) + 0x9E3779B97F4A7C15))
-    salt(s)   = mix(s + 0x9E3779B97F4A7C15)          (s taken modulo 2**64)
+    salt(s)   = mix(s + 0x9E3779B97F4A7C15)          (s a seed from 0 to 2**64 - 1)
     key       = mix(pair(u, i) ^ salt(seed))
 
 ``pair`` is computed once per candidate; each seed then costs a single ``mix`` per tie member,
@@ -49,10 +49,18 @@ def _mix_int(x: int) -> int:
     return x
 
 
+def _salt(seed: int) -> int:
+    """``salt(seed)``; a seed outside 0 .. 2**64 - 1 is an error (it would wrap silently)."""
+    seed = int(seed)
+    if not 0 <= seed <= _M64:
+        raise ValueError(f"hash seed {seed} is outside 0 .. 2**64 - 1")
+    return _mix_int(seed + _GOLDEN)
+
+
 def hash_key(seed: int, user_id: str, item_id: str) -> int:
     """Reference implementation of the tie-breaking key (see the module docstring)."""
     pair = _mix_int(_h(str(user_id)) ^ _mix_int(_h(str(item_id)) + _GOLDEN))
-    return _mix_int(pair ^ _mix_int((seed & _M64) + _GOLDEN))
+    return _mix_int(pair ^ _salt(seed))
 
 
 def mix64(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
@@ -86,7 +94,7 @@ def pair_keys(user_hash: np.ndarray, item_hash: np.ndarray) -> np.ndarray:
 
 def seeded_keys(pairs: np.ndarray, seed: int, out: np.ndarray | None = None) -> np.ndarray:
     """``key(seed, u, i)`` for precomputed ``pair(u, i)`` values (uint64)."""
-    salt = np.uint64(_mix_int((int(seed) & _M64) + _GOLDEN))
+    salt = np.uint64(_salt(seed))
     if out is None:
         out = np.empty_like(pairs)
     np.bitwise_xor(pairs, salt, out=out)

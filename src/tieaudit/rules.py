@@ -19,6 +19,7 @@ name               order inside a tie group                                     
 ``docno_desc``     item id descending: trec_eval's order (:mod:`tieaudit.trec`)     yes
 =================  =============================================================  ==========
 
+``SEED`` is an integer from 0 to 2**64 - 1 (:data:`MAX_SEED`); others are an error, not wrapped.
 "Invariant" means row-order invariant: permuting the stored lines of a row, with ids, labels and
 scores unchanged, leaves the ranking unchanged. ``random:SEED`` is the common "fix" that still
 depends on row order, because the shuffle permutes stored positions. ``item_id`` and
@@ -35,7 +36,7 @@ from dataclasses import dataclass
 
 from ._parsing import parse_unique
 
-__all__ = ["TieRule", "parse_rule", "parse_rules", "RULE_KINDS", "DEFAULT_RULES"]
+__all__ = ["TieRule", "parse_rule", "parse_rules", "RULE_KINDS", "DEFAULT_RULES", "MAX_SEED"]
 
 #: Kinds that take no seed.
 _PLAIN = (
@@ -45,7 +46,11 @@ _PLAIN = (
 _SEEDED = ("hash", "random")
 RULE_KINDS = _PLAIN + _SEEDED
 
-_PATTERN = re.compile(r"^\s*([a-z_]+)\s*(?::\s*(-?\d+))?\s*$")
+#: Largest seed: seeds are 64-bit (``hash:SEED`` salts a 64-bit key; larger ones would wrap).
+MAX_SEED = 2**64 - 1
+# ASCII only: ``\d`` and ``\s`` would accept other scripts' digits and spaces.
+_WS = r"[ \t\n\r\f\v]*"
+_PATTERN = re.compile(f"{_WS}([a-zA-Z_]+){_WS}(?::{_WS}(-?[0-9]+))?{_WS}")
 
 
 @dataclass(frozen=True)
@@ -62,8 +67,10 @@ class TieRule:
             raise ValueError(f"tie rule {self.kind!r} needs a seed, e.g. {self.kind}:0")
         if self.kind in _PLAIN and self.seed is not None:
             raise ValueError(f"tie rule {self.kind!r} takes no seed")
-        if self.seed is not None and self.seed < 0:
-            raise ValueError(f"seed must be >= 0 in {self.kind}:{self.seed}")
+        if self.seed is not None and not 0 <= self.seed <= MAX_SEED:
+            raise ValueError(
+                f"seed must be from 0 to 2**64 - 1 ({MAX_SEED}) in {self.kind}:{self.seed}"
+            )
 
     def __str__(self) -> str:
         return self.kind if self.seed is None else f"{self.kind}:{self.seed}"
@@ -82,10 +89,10 @@ def parse_rule(text: str | TieRule) -> TieRule:
     """Parse ``"input_order"``, ``"hash:7"``, ``"random:0"``, ``"hash_mean"``, ... into a TieRule."""
     if isinstance(text, TieRule):
         return text
-    m = _PATTERN.match(str(text).lower())
+    m = _PATTERN.fullmatch(str(text))
     if not m:
         raise ValueError(f"cannot parse tie rule {text!r}; known: {_known()}")
-    kind, seed = m.group(1), m.group(2)
+    kind, seed = m.group(1).lower(), m.group(2)
     if kind not in RULE_KINDS:
         raise ValueError(f"unknown tie rule {text!r}; known: {_known()}")
     return TieRule(kind, None if seed is None else int(seed))

@@ -1,12 +1,16 @@
 """TREC run and qrels files as a candidates table, so every tie rule applies to a TREC run.
 
-Formats (whitespace-separated fields; blank lines and lines starting with ``#`` are skipped, as
+Formats (fields separated by ASCII whitespace, C's ``isspace`` as in trec_eval, so a no-break or
+ideographic space is part of a field; blank lines and lines starting with ``#`` are skipped, as
 trec_eval's reader skips them):
 
 * run: ``qid Q0 docno rank score tag``. The rank, the tag and any further field are ignored;
   the run's *line order* is the stored order that ``input_order`` keeps among equal scores.
-* qrels: ``qid iteration docno rel``. A document is relevant when ``rel > 0`` (trec_eval's
-  default relevance level 1); ``rel <= 0`` (non-relevant, or -1 for judged-unjudged) is not.
+  The score is an ASCII number (:mod:`tieaudit._numbers`); ``inf`` and ``-inf`` are scores
+  (equal infinities tie), ``nan`` is an error.
+* qrels: ``qid iteration docno rel``, ``rel`` a whole number. A document is relevant when
+  ``rel > 0`` (trec_eval's default relevance level 1); ``rel <= 0`` (non-relevant, or -1 for
+  judged-unjudged) is not.
 
 Each query of the run becomes a row (``row`` and ``user_id`` the qid, ``item_id`` the docno,
 ``score`` the run's score, ``label`` 1 for a relevant document) with ``n_relevant`` set to the
@@ -49,12 +53,16 @@ from __future__ import annotations
 
 import gzip
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
+from ._numbers import number_text
 from .candidates import CandidateError, CandidateTable
 
 __all__ = ["TrecError", "TrecInput", "TrecRecords", "read_run", "read_qrels", "read_trec"]
@@ -62,6 +70,11 @@ __all__ = ["TrecError", "TrecInput", "TrecRecords", "read_run", "read_qrels", "r
 
 class TrecError(CandidateError):
     """A run or qrels file that cannot be read; the message names the file and the line."""
+
+
+#: A field: a run of characters other than ASCII whitespace (C's ``isspace``, which trec_eval
+#: splits on). ``str.split()`` would also split on NBSP, U+0085, U+3000, ..., inside a docno.
+_FIELD = re.compile(r"[^ \t\n\r\f\v]+")
 
 
 def _lines(path: str | os.PathLike[str], n_fields: int, layout: str):
@@ -73,7 +86,7 @@ def _lines(path: str | os.PathLike[str], n_fields: int, layout: str):
     try:
         with opener(p, "rt", encoding="utf-8") as fh:
             for number, line in enumerate(fh, start=1):
-                fields = line.split()
+                fields = _FIELD.findall(line)
                 if not fields or fields[0].startswith("#"):
                     continue
                 if len(fields) < n_fields:
@@ -108,19 +121,44 @@ def _read(path: str | os.PathLike[str], kind: str) -> TrecRecords:
         line.append(number)
     if not line:
         raise TrecError(f"{path}: no {kind} lines")
-    value = np.empty(len(text))
-    for j, t in enumerate(text):
-        try:
-            value[j] = float(t)
-        except ValueError:
-            what = "score" if run else "rel"
-            raise TrecError(f"{path}: line {line[j]}: {what} {t!r} is not a number") from None
-        if not run and not value[j].is_integer():
-            raise TrecError(f"{path}: line {line[j]}: rel {t!r} is not a whole number")
-    return TrecRecords(
+    what = "score" if run else "rel"
+    clean, refused = number_text(pa.array(text, pa.string()))
+    if len(refused):
+        j = int(refused[0])
+        raise TrecError(f"{path}: line {line[j]}: {what} {text[j]!r} is not a number")
+    value = pc.cast(clean, pa.float64()).to_numpy(zero_copy_only=False)
+    if not run:
+        whole = np.flatnonzero(~np.isfinite(value) | (value != np.floor(value)))
+        if len(whole):
+            j = int(whole[0])
+            raise TrecError(f"{path}: line {line[j]}: rel {text[j]!r} is not a whole number")
+    records = TrecRecords(
         np.asarray(qid, dtype=object), np.asarray(docno, dtype=object), value,
         np.asarray(line, dtype=np.int64),
     )  # fmt: skip
+    twice = _first_repeat(records.qid, records.docno)
+    if twice is not None:
+        a, b = records.line[list(twice)]
+        q, d = records.qid[twice[1]], records.docno[twice[1]]
+        twice_what = "docno" if run else "judgement of docno"
+        raise TrecError(f"{path}: lines {a} and {b}: duplicate {twice_what} {d!r} for query {q!r}")
+    return records
+
+
+def _first_repeat(qid: np.ndarray, docno: np.ndarray) -> tuple[int, int] | None:
+    """The first record repeating an earlier (qid, docno), with that earlier one; ids compared
+    exactly (a trailing NUL counts)."""
+    q_code = pd.factorize(qid)[0].astype(np.int64)
+    d_code, d_uniques = pd.factorize(docno)
+    key = q_code * np.int64(len(d_uniques)) + d_code
+    order = np.argsort(key, kind="stable")
+    sorted_key = key[order]
+    repeats = np.flatnonzero(sorted_key[1:] == sorted_key[:-1]) + 1
+    if not len(repeats):
+        return None
+    at = repeats[np.argmin(order[repeats])]  # the repeat earliest in the file
+    first = order[np.searchsorted(sorted_key, sorted_key[at])]  # its key's first occurrence
+    return int(first), int(order[at])
 
 
 def read_run(path: str | os.PathLike[str]) -> TrecRecords:
@@ -130,18 +168,7 @@ def read_run(path: str | os.PathLike[str]) -> TrecRecords:
 
 def read_qrels(path: str | os.PathLike[str]) -> TrecRecords:
     """The lines of a qrels file: ``qid``, ``docno``, ``value`` (the rel) and ``line``."""
-    qrels = _read(path, "qrels")
-    key = np.char.add(np.char.add(qrels.qid.astype(str), "\x00"), qrels.docno.astype(str))
-    order = np.argsort(key, kind="stable")
-    dup = np.flatnonzero(key[order][1:] == key[order][:-1])
-    if len(dup):
-        a, b = sorted(qrels.line[order[dup[0] : dup[0] + 2]])
-        j = order[dup[0]]
-        raise TrecError(
-            f"{path}: lines {a} and {b}: duplicate judgement of document {qrels.docno[j]!r} "
-            f"for query {qrels.qid[j]!r}"
-        )
-    return qrels
+    return _read(path, "qrels")
 
 
 @dataclass(frozen=True, eq=False)
@@ -228,7 +255,7 @@ def read_trec(run: str | os.PathLike[str], qrels: str | os.PathLike[str]) -> Tre
         )
     except TrecError:
         raise
-    except CandidateError as exc:  # e.g. a duplicate docno or a NaN score, naming run lines
+    except CandidateError as exc:  # in TREC words: checked above; this names run lines anyway
         raise TrecError(str(exc)) from None
     return TrecInput(cands, str(run), str(qrels), len(run_qids), not_in_qrels, no_relevant,
                      not_in_run)  # fmt: skip

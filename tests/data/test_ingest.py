@@ -703,3 +703,43 @@ def test_synthetic_genome2021_and_generic(generated: dict[str, dict[str, Path]],
     assert got["item_id"].tolist() == raw["item_id"].tolist()
     assert got["timestamp"].tolist() == raw["timestamp"].astype(np.int64).tolist()
     assert first.n_attribute_rows == len(pd.read_csv(files["item_attributes"]).drop_duplicates())
+
+
+# ------------------------------------------------------------------------------------------------
+# numbers: one ASCII grammar (tieaudit._numbers) for ratings and timestamps
+
+
+@pytest.mark.parametrize(
+    ("rating", "timestamp", "reason"),
+    [
+        ("1_5", "5", "column 'rating': '1_5' is not a finite number"),
+        ("\uff14", "5", "column 'rating': '\uff14' is not a finite number"),
+        ("nan", "5", "column 'rating': 'nan' is not a finite number"),
+        ("inf", "5", "column 'rating': 'inf' is not a finite number"),
+        ("4", "0x10", "column 'timestamp': '0x10' is not an integer"),  # Arrow's cast read 16
+        ("4", "\u0661\u0665", "column 'timestamp': '\u0661\u0665' is not an integer"),
+        ("4", "1_5", "column 'timestamp': '1_5' is not an integer"),
+        ("4", "15.0", "column 'timestamp': '15.0' is not an integer"),
+    ],
+)
+def test_generic_numbers_follow_the_ascii_grammar(tmp_path: Path, out: tuple[Path, Path],
+                                                  rating: str, timestamp: str, reason: str) -> None:
+    inter = tmp_path / "i.csv"
+    inter.write_text(f"user_id,item_id,rating,timestamp\nu,a,4,1\nu,b,{rating},{timestamp}\n",
+                     encoding="utf-8")
+    attrs = tmp_path / "a.csv"
+    attrs.write_text("item_id,attribute\na,x\n")
+    with pytest.raises(IngestError) as info:
+        ingest("generic", {"interactions": inter, "item_attributes": attrs}, *out)
+    assert str(info.value).endswith(f"i.csv, line 3: {reason}")
+
+
+def test_generic_numbers_of_the_grammar_are_read(tmp_path: Path, out: tuple[Path, Path]) -> None:
+    inter = tmp_path / "i.csv"
+    inter.write_text("user_id,item_id,rating,timestamp\nu,a,+4.5,+7\nu,b,.5e1,-0\nu,c,,007\n")
+    attrs = tmp_path / "a.csv"
+    attrs.write_text("item_id,attribute\na,x\n")
+    ingest("generic", {"interactions": inter, "item_attributes": attrs}, *out)
+    got = frame(out[0])
+    assert got["rating"].tolist()[:2] == [4.5, 5.0] and np.isnan(got["rating"][2])
+    assert got["timestamp"].tolist() == [7, 0, 7]

@@ -118,6 +118,7 @@ import pyarrow.parquet as pq
 
 from tieaudit._arrays import sorted_unique
 from tieaudit._atomic import file_mode
+from tieaudit._numbers import number_text
 
 __all__ = [
     "ATTRIBUTE_FORMS",
@@ -527,7 +528,9 @@ class _CsvReader:
             if kind == "float?":
                 arr = pc.if_else(pa.array(empty[c]), pa.scalar(None, pa.string()), arr)
             target = pa.int64() if kind == "int" else pa.float64()
+            arr, refused = number_text(arr, integer=kind == "int")  # ASCII numbers only
             values, failed = _cast_locating(arr, target)
+            failed = np.union1d(failed, refused)
             for i in failed:
                 if not blank[i]:
                     bad_reason.setdefault(int(i), f"column {c!r}: {_describe_bad(raw[c][i].as_py(), kind)}")
