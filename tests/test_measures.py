@@ -70,6 +70,9 @@ def test_str_is_canonical() -> None:
         ("accuracy@5", "unknown measure 'accuracy'"),
         ("nDCG@0", "cutoff must be >= 1"),
         ("HR@000", "cutoff must be >= 1"),
+        ("nDCG@\u0661\u0660", "expected NAME@K"),  # Arabic-Indic digits: ASCII only
+        ("nDCG@\uff11\uff10", "expected NAME@K"),  # fullwidth digits
+        ("nDCG@10\u00a0", "expected NAME@K"),  # NBSP is not a separator
     ],
 )
 def test_parse_measure_errors(text: str, fragment: str) -> None:

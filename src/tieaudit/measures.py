@@ -53,7 +53,7 @@ _ALIASES = {
     "hr": "HR", "hit": "HR", "hitrate": "HR", "ndcg": "nDCG", "mrr": "MRR", "rr": "MRR",
     "recall": "Recall", "p": "P", "prec": "P", "precision": "P",
 }  # fmt: skip
-_PATTERN = re.compile(r"^\s*([A-Za-z]+)\s*@\s*(\d+)\s*$")
+_PATTERN = re.compile(r"^[ \t]*([A-Za-z]+)[ \t]*@[ \t]*([0-9]+)[ \t]*$")  # ASCII only
 _FIRST = ("HR", "MRR")  # depend only on the best-ranked relevant item
 
 
