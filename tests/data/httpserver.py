@@ -10,7 +10,13 @@ ETag, logs every request with its headers, and can misbehave on demand through
 * ``stall_before_headers`` / ``stall_at`` -- go silent for ``stall_seconds`` before the response,
   or on reaching this file offset in the body (every time, until the switch is reset);
 * ``corrupt_at`` -- flip the byte at this file offset;
-* ``ignore_range`` -- answer every request with 200 and the whole file.
+* ``ignore_range`` -- answer every request with 200 and the whole file;
+* ``drop_always`` -- apply ``drop_after`` to every response, not just the next one;
+* ``no_length`` -- send no ``Content-Length``: the body ends when the connection closes;
+* ``content_type`` -- the ``Content-Type`` of a file (default ``application/octet-stream``);
+* ``no_validator`` -- send no ``ETag`` (and so nothing an ``If-Range`` could be checked against);
+* ``bad_range`` -- answer every ``Range`` request wrongly: ``206`` sends the whole file labelled
+  as starting at byte 0, ``416`` claims a total size other than the file's.
 
 Stalls wait on an event that :meth:`LoopbackServer.stop` sets, so shutting down never waits for a
 sleeping handler, and ``stop`` joins every handler thread.
@@ -46,6 +52,11 @@ class Faults:
     stall_seconds: float = 5.0
     corrupt_at: int | None = None
     ignore_range: bool = False
+    drop_always: bool = False
+    no_length: bool = False
+    content_type: str = "application/octet-stream"
+    no_validator: bool = False
+    bad_range: int | None = None  # 206 or 416
 
 
 @dataclass(frozen=True)
@@ -87,7 +98,8 @@ class _Handler(BaseHTTPRequestHandler):
                 if faults.status_times <= 0:
                     faults.status, faults.status_times = None, None
             drop_after = faults.drop_after
-            faults.drop_after = None
+            if not faults.drop_always:
+                faults.drop_after = None
             data = state.files.get(self.path)
 
         try:
@@ -121,7 +133,15 @@ class _Handler(BaseHTTPRequestHandler):
         partial = False
         range_header = self.headers.get("Range")
         if_range = self.headers.get("If-Range")
-        if range_header and not faults.ignore_range and (if_range is None or if_range == etag):
+        if range_header and faults.bad_range == HTTPStatus.REQUESTED_RANGE_NOT_SATISFIABLE:
+            self.send_response(HTTPStatus.REQUESTED_RANGE_NOT_SATISFIABLE)
+            self.send_header("Content-Range", f"bytes */{total + 1}")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        if range_header and faults.bad_range == HTTPStatus.PARTIAL_CONTENT:
+            partial = True  # the whole file, labelled honestly as from byte 0: not what was asked
+        elif range_header and not faults.ignore_range and (if_range is None or if_range == etag):
             match = _RANGE.fullmatch(range_header.strip())
             if match is not None:
                 start = int(match.group(1))
@@ -140,10 +160,12 @@ class _Handler(BaseHTTPRequestHandler):
             body[faults.corrupt_at - start] ^= 0xFF
 
         self.send_response(HTTPStatus.PARTIAL_CONTENT if partial else HTTPStatus.OK)
-        self.send_header("Content-Type", "application/octet-stream")
-        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Content-Type", faults.content_type)
+        if not faults.no_length:
+            self.send_header("Content-Length", str(len(body)))
         self.send_header("Accept-Ranges", "bytes")
-        self.send_header("ETag", etag)
+        if not faults.no_validator:
+            self.send_header("ETag", etag)
         if partial:
             self.send_header("Content-Range", f"bytes {start}-{end}/{total}")
         self.end_headers()

@@ -8,7 +8,15 @@ from tieaudit.measures import parse_measure
 from tieaudit.rules import parse_rule
 from tieaudit.scorers import ScorerInterfaceError, ScorerLoadError, check_scorer_spec
 
-LIB = Path(workflow.basedir) / "src" / "tieaudit"
+
+def in_workdir(path):
+    """`path` relative to the working directory when it lies inside it (else absolute), so rule
+    inputs and params do not change when the project folder is moved or copied."""
+    path, here = Path(path).resolve(), Path.cwd().resolve()
+    return path.relative_to(here) if path.is_relative_to(here) else path
+
+
+LIB = in_workdir(Path(workflow.basedir) / "src" / "tieaudit")
 LOGS = "results/logs"
 BENCH = "results/benchmarks"
 # A dataset or scorer name is one folder name under data/ and results/.
@@ -119,32 +127,38 @@ def dataset_cfg(dataset):
     return config["datasets"][dataset]
 
 
-def file_name(entry):
-    """The file name a download is stored under: the last part of its URL path."""
-    return Path(urlparse(entry["url"]).path or entry["url"][5:]).name
+def file_name(key, entry):
+    """The name a download is stored under: the last part of its URL path (its extension tells
+    the parsers the format), or the logical key when the URL path ends in '/'."""
+    return Path(urlparse(entry["url"]).path or entry["url"][5:]).name or key
 
 
 def raw_files(wildcards):
-    """{logical name: data/raw path} for every file of a dataset (input of prepare)."""
+    """{logical name: data/raw/{dataset}/{key}/{file name}} for every file of a dataset (input
+    of prepare). A folder per key: two URLs ending in the same name never share a path.
+    """
     files = dataset_cfg(wildcards.dataset)["files"]
-    return {k: f"data/raw/{wildcards.dataset}/{file_name(v)}" for k, v in files.items()}
+    return {
+        k: f"data/raw/{wildcards.dataset}/{k}/{file_name(k, v)}"
+        for k, v in files.items()
+    }
 
 
 def file_entry(wildcards):
-    for entry in dataset_cfg(wildcards.dataset)["files"].values():
-        if file_name(entry) == wildcards.filename:
-            return entry
-    raise ValueError(
-        f"no file named {wildcards.filename} for dataset {wildcards.dataset}"
-    )
+    files = dataset_cfg(wildcards.dataset)["files"]
+    entry = files.get(wildcards.key)
+    if entry is None or file_name(wildcards.key, entry) != wildcards.filename:
+        raise ValueError(
+            f"no file {wildcards.key}/{wildcards.filename} for dataset {wildcards.dataset}"
+        )
+    return entry
 
 
 def download_url(wildcards):
-    """The URL; `file:relative/path` becomes an absolute file:// URL."""
-    url = file_entry(wildcards)["url"]
-    if url.startswith("file:") and not url.startswith("file://"):
-        url = Path(url[5:]).resolve().as_uri()
-    return url
+    """The URL as written: `file:relative/path` stays relative (the download resolves it
+    against the working directory), so the rule's params do not depend on where it lives.
+    """
+    return file_entry(wildcards)["url"]
 
 
 def download_md5(wildcards):
@@ -254,4 +268,6 @@ def all_outputs():
 def reference_file():
     """The paper reference YAML: a relative path is taken from the workflow's folder."""
     path = Path(config["paper"]["reference"])
-    return str(path if path.is_absolute() else Path(workflow.basedir) / path)
+    return str(
+        in_workdir(path if path.is_absolute() else Path(workflow.basedir) / path)
+    )

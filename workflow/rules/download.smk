@@ -18,15 +18,22 @@ rule synthesize:
         "../../scripts/synthesize.py"
 
 
+# One file of a dataset, in a folder named after its logical key. Transient failures (a dropped
+# connection, a timeout, HTTP 5xx) are retried and resumed inside the step; the rest (a checksum
+# or lock-file mismatch, HTTP 404, an HTML page for a file) would fail again, so no retries here,
+# which also overrides a profile's `retries:`.
 rule download:
     input:
         synthetic_input,
         lib=lib("data/download.py"),
     output:
-        "data/raw/{dataset}/{filename}",
+        "data/raw/{dataset}/{key}/{filename}",
     log:
-        f"{LOGS}/download/{{dataset}}/{{filename}}.log",
-    retries: 2
+        f"{LOGS}/download/{{dataset}}/{{key}}/{{filename}}.log",
+    wildcard_constraints:
+        key=r"[^/]+",
+        filename=r"[^/]+",
+    retries: 0
     conda:
         "../../environment.yml"
     params:

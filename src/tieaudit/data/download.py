@@ -6,14 +6,24 @@
   the transfer is retried with exponential backoff and resumed with an HTTP ``Range`` request (a
   server that ignores ``Range`` and answers ``200`` is handled by starting over, ``416`` by checking
   whether the ``.part`` is already complete);
-* the finished ``.part`` is verified -- against ``md5`` / ``sha256`` / ``size`` when given, and
-  against the entry of a :class:`LockFile` when one is used -- and only then renamed onto ``dest``
-  with :func:`os.replace`, so ``dest`` never holds a partial or unverified download;
-* every failure raises :class:`DownloadError` with a one-line message naming the URL and ``dest``.
+* a resume is conditional: ``<dest>.part.meta`` keeps the URL and the server's validator (strong
+  ETag, else Last-Modified) beside the ``.part``, the resume sends it as ``If-Range``, and a
+  ``.part`` from another URL, of a changed file, or (unless a checksum will check the result)
+  from a server that gave no validator is discarded rather than spliced onto;
+* the finished ``.part`` must be what its name says (gzip, zip and Parquet magic bytes; never an
+  HTML page) and whole: a body ended by a closed connection with no ``Content-Length`` is only
+  accepted when a checksum or size is known, or when the file's own end record shows it is
+  complete (gzip trailer, zip end of central directory, Parquet footer);
+* it is then verified -- against ``md5`` / ``sha256`` / ``size`` when given, and against the entry
+  of a :class:`LockFile` when one is used -- and only then pinned in the lock file and renamed
+  onto ``dest`` with :func:`os.replace`, so ``dest`` never holds a partial or unverified download;
+* every failure raises :class:`DownloadError` with a one-line message naming the URL and ``dest``
+  (a write that fails, e.g. on a full disk, too).
 
 The lock file is a small YAML mapping ``URL -> {size, sha256}``. The first download of a URL records
 the size and SHA-256 of what arrived; later downloads of that URL (on this or another machine, once
-the file is committed) must reproduce them. See :class:`LockFile`.
+the file is committed) must reproduce them, and a mismatch names the lines of the lock file to
+delete to accept the new file. See :class:`LockFile`.
 
 Hashes are computed while the bytes arrive (a resumed ``.part`` is hashed once, streaming, when the
 download restarts), so no file is ever read into memory whole.
@@ -24,11 +34,15 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import http.client
+import json
 import logging
 import os
 import re
 import stat
+import threading
 import time
+import zipfile
+import zlib
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -130,7 +144,7 @@ def verify_file(
         raise DownloadError("file does not exist", dest=path) from None
     problem = expect.mismatch(actual)
     if problem is not None:
-        raise DownloadError(problem, dest=path)
+        raise DownloadError(problem.text, dest=path)
 
 
 def _new_hash(name: str) -> Any:
@@ -159,6 +173,14 @@ def _check_hex(name: str, value: str | None) -> str | None:
     if len(value) != _HEX_LENGTH[name] or not re.fullmatch(r"[0-9a-f]+", value):
         raise ValueError(f"{name} must be {_HEX_LENGTH[name]} hexadecimal digits, got {value!r}")
     return value
+
+
+@dataclass(frozen=True)
+class _Mismatch:
+    """An unmet expectation: one line of text, and where the expected value came from."""
+
+    text: str
+    origin: str
 
 
 @dataclass
@@ -197,18 +219,20 @@ class _Expectations:
     def expected_size(self) -> tuple[int, str] | None:
         return self.sizes[0] if self.sizes else None
 
-    def mismatch(self, actual: _Digest) -> str | None:
-        """A one-line description of the first unmet expectation, or ``None`` if all hold."""
+    def mismatch(self, actual: _Digest) -> _Mismatch | None:
+        """The first unmet expectation, or ``None`` if all hold."""
         for expected, origin in self.sizes:
             if actual.size != expected:
-                return (
-                    f"size mismatch: expected {expected} bytes ({origin}), got {actual.size} bytes"
+                return _Mismatch(
+                    f"size mismatch: expected {expected} bytes ({origin}), got {actual.size} bytes",
+                    origin,
                 )
         for name, expected_hex, origin in self.hashes:
             got = actual.hexdigests[name]
             if got != expected_hex:
-                return (
-                    f"{name} checksum mismatch: expected {expected_hex} ({origin}), got {got}"
+                return _Mismatch(
+                    f"{name} checksum mismatch: expected {expected_hex} ({origin}), got {got}",
+                    origin,
                 )
         return None
 
@@ -258,13 +282,19 @@ class LockFile:
     every YAML parser reads back the same way.
 
     The file is re-read on every call, so several processes can share it. Updates take an
-    exclusive ``flock`` on the lock file's directory (POSIX; serialises concurrent writers without
-    leaving a helper file behind), re-read, and replace the file atomically (temporary file in the
-    same directory, ``fsync``, :func:`os.replace`), so readers only ever see a complete file.
+    exclusive ``flock`` on ``<path>.lock`` (a regular file beside it, opened for writing, which
+    stays; NFS supports such a lock, not one on a directory), re-read, and replace the file
+    atomically (temporary file in the same directory, ``fsync``, :func:`os.replace`), so readers
+    only ever see a complete file.
     """
 
     def __init__(self, path: os.PathLike[str] | str) -> None:
         self.path = Path(path)
+
+    @property
+    def guard(self) -> Path:
+        """The file whose ``flock`` serialises writers: ``<path>.lock``."""
+        return self.path.with_name(self.path.name + ".lock")
 
     def __repr__(self) -> str:
         return f"LockFile({str(self.path)!r})"
@@ -292,22 +322,48 @@ class LockFile:
         """The entry for ``url``, or ``None``."""
         return self.entries().get(url)
 
+    def entry_lines(self, url: str) -> tuple[int, int] | None:
+        """First and last line (counted from 1) of the entry for ``url``, or ``None``."""
+        try:
+            node = yaml.compose(self.path.read_text(encoding="utf-8"))
+        except (OSError, yaml.YAMLError):
+            return None
+        if not isinstance(node, yaml.MappingNode):
+            return None
+        for key, value in node.value:
+            if str(key.value) == url:
+                end = value.end_mark
+                return key.start_mark.line + 1, end.line + (0 if end.column == 0 else 1)
+        return None
+
+    def how_to_accept(self, url: str) -> str:
+        """What to do to accept a new file at ``url`` in place of the one recorded."""
+        lines = self.entry_lines(url)
+        where = "the entry for that URL" if lines is None else f"lines {lines[0]}-{lines[1]}"
+        return (
+            f"if the new file is the one you want, delete {where} of {self.path} and run again"
+        )
+
     def record(self, url: str, entry: LockEntry, *, replace: bool = False) -> LockEntry:
         """Store ``entry`` for ``url`` unless an entry already exists (or ``replace`` is true).
 
         Returns the entry the file holds afterwards: ``entry`` itself, or the pre-existing one
         (which the caller should compare with what it has). The file is rewritten only when it
-        changes.
+        changes; a failed write (e.g. a full disk) raises :class:`DownloadError` and leaves the
+        file as it was.
         """
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with _dir_lock(self.path.parent):
-            current = self.entries()
-            existing = current.get(url)
-            if existing is not None and (not replace or existing == entry):
-                return existing
-            current[url] = entry
-            self._write(current)
-            return entry
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with _file_lock(self.guard):
+                current = self.entries()
+                existing = current.get(url)
+                if existing is not None and (not replace or existing == entry):
+                    return existing
+                current[url] = entry
+                self._write(current)
+                return entry
+        except OSError as exc:
+            raise DownloadError(f"cannot write: {exc}", dest=self.path) from exc
 
     def _write(self, entries: Mapping[str, LockEntry]) -> None:
         data = {url: entries[url].to_yaml() for url in sorted(entries)}
@@ -347,26 +403,64 @@ def _atomic_write_text(path: Path, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"), fsync=True, mode=mode)
 
 
+#: One lock per guard file for the threads of this process: where ``flock`` is emulated with
+#: POSIX locks (NFS), those are held per process, so they do not keep threads apart.
+_THREAD_LOCKS: dict[str, threading.Lock] = {}
+_THREAD_LOCKS_GUARD = threading.Lock()
+
+
 @contextlib.contextmanager
-def _dir_lock(directory: Path) -> Iterator[None]:
-    """Hold an exclusive ``flock`` on ``directory`` (no-op where ``fcntl`` is unavailable)."""
-    if fcntl is None:  # pragma: no cover - Windows
-        yield
-        return
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)  # closing releases the lock
+def _file_lock(guard: Path) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on the regular file ``guard``, created if missing and opened
+    for writing (NFS grants exclusive locks only on such files); a no-op lock where ``fcntl``
+    is unavailable."""
+    with _THREAD_LOCKS_GUARD:
+        in_process = _THREAD_LOCKS.setdefault(os.path.abspath(guard), threading.Lock())
+    with in_process:
+        if fcntl is None:  # pragma: no cover - Windows
+            yield
+            return
+        fd = os.open(guard, os.O_RDWR | os.O_CREAT, 0o666)  # the umask decides
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)  # closing releases the lock
 
 
 # --------------------------------------------------------------------------------------------
 # the .part file
 
 
+@dataclass(frozen=True)
+class _PartMeta:
+    """Where the bytes of a ``.part`` came from, kept beside it in ``<dest>.part.meta`` (JSON):
+    the URL, the validator a resume sends as ``If-Range``, and the total size announced."""
+
+    url: str
+    validator: str | None
+    total: int | None
+
+    @classmethod
+    def read(cls, path: Path) -> _PartMeta | None:
+        """The record at ``path``; ``None`` if it is missing or unreadable."""
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            meta = cls(data["url"], data["validator"], data["total"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        ok = (isinstance(meta.url, str) and isinstance(meta.validator, (str, type(None)))
+              and isinstance(meta.total, (int, type(None))))
+        return meta if ok else None
+
+    def write(self, path: Path) -> None:
+        data = {"url": self.url, "validator": self.validator, "total": self.total}
+        atomic_write_bytes(path, json.dumps(data, sort_keys=True).encode("utf-8"), fsync=True)
+
+
 class _PartFile:
-    """``<dest>.part``, opened for update, with running hashes of its content.
+    """``<dest>.part``, opened for update, with running hashes of its content, and the record of
+    its origin, ``<dest>.part.meta`` (see :class:`_PartMeta`).
 
     Opening hashes whatever a previous run left (so the download resumes where it stopped) and
     takes a non-blocking exclusive ``flock`` so two processes never write the same ``.part``.
@@ -374,6 +468,8 @@ class _PartFile:
 
     def __init__(self, path: Path, algorithms: tuple[str, ...], *, url: str, dest: Path) -> None:
         self.path = path
+        self.meta_path = path.with_name(path.name + ".meta")
+        self.meta: _PartMeta | None = None
         self._algorithms = algorithms
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)  # the umask decides
         self._fh: BinaryIO = os.fdopen(fd, "r+b")
@@ -390,6 +486,8 @@ class _PartFile:
         for block in iter(lambda: self._fh.read(_HASH_CHUNK), b""):
             self._update(block)
         self._fh.seek(0, os.SEEK_END)
+        if self.size:
+            self.meta = _PartMeta.read(self.meta_path)
 
     def _update(self, block: bytes) -> None:
         for h in self._hashers.values():
@@ -401,21 +499,40 @@ class _PartFile:
         self._update(block)
 
     def reset(self) -> None:
-        """Discard the content and start from byte 0."""
+        """Discard the content and its origin record, and start from byte 0."""
         self._fh.seek(0)
         self._fh.truncate()
         self._hashers = {name: _new_hash(name) for name in self._algorithms}
         self.size = 0
+        self.meta = None
+        self.meta_path.unlink(missing_ok=True)
+
+    def set_meta(self, meta: _PartMeta) -> None:
+        """Record where the bytes about to be written come from (before writing them)."""
+        if meta != self.meta:
+            meta.write(self.meta_path)
+            self.meta = meta
+
+    def remove(self) -> None:
+        """Delete the ``.part`` and its origin record (the file stays open until closed)."""
+        self.path.unlink(missing_ok=True)
+        self.meta_path.unlink(missing_ok=True)
 
     def digest(self) -> _Digest:
         return _Digest(self.size, {name: h.hexdigest() for name, h in self._hashers.items()})
+
+    def flush(self) -> None:
+        self._fh.flush()
 
     def sync(self) -> None:
         self._fh.flush()
         os.fsync(self._fh.fileno())
 
     def close(self) -> None:
-        self._fh.close()
+        # After a failed write the buffer may still hold bytes that cannot be written either;
+        # that error has been reported already. A successful download was synced before.
+        with contextlib.suppress(OSError):
+            self._fh.close()
 
     def __enter__(self) -> _PartFile:
         return self
@@ -427,6 +544,132 @@ class _PartFile:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+# --------------------------------------------------------------------------------------------
+# what a file must be, and whether it is whole
+
+
+@dataclass(frozen=True)
+class _Format:
+    """What a file's name says it is: how its bytes start (and end), and whether the file may
+    be an HTML page."""
+
+    what: str  # "gzip", "zip", ...; "" for a name that implies no magic bytes
+    suffix: str
+    magic: tuple[bytes, ...] = ()
+    trailer: bytes = b""
+    html: bool = False
+
+
+_GZIP = (b"\x1f\x8b",)
+_FORMATS = (
+    _Format("gzip", ".gz", _GZIP),
+    _Format("gzip", ".tgz", _GZIP),
+    _Format("zip", ".zip", (b"PK\x03\x04", b"PK\x05\x06")),  # the second: an empty archive
+    _Format("Parquet", ".parquet", (b"PAR1",), trailer=b"PAR1"),
+    _Format("bzip2", ".bz2", (b"BZh",)),
+    _Format("xz", ".xz", (b"\xfd7zXZ\x00",)),
+    _Format("zstd", ".zst", (b"\x28\xb5\x2f\xfd",)),
+    _Format("HTML", ".html", html=True),
+    _Format("HTML", ".htm", html=True),
+)
+_HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
+_HTML_START = re.compile(
+    rb"(?:\s|<!--.*?-->)*<(?:!doctype\s+html|html|head|body|title)[\s>/]", re.IGNORECASE | re.DOTALL
+)
+_HTML_HINT = "an error or login page served as the file?"
+
+
+def _expected_format(name: str) -> _Format:
+    """The format the file name ``name`` implies (by its last suffix)."""
+    lower = name.lower()
+    for fmt in _FORMATS:
+        if lower.endswith(fmt.suffix):
+            return fmt
+    return _Format("", Path(lower).suffix)
+
+
+def _looks_like_html(head: bytes) -> bool:
+    return _HTML_START.match(head.removeprefix(b"\xef\xbb\xbf")) is not None
+
+
+def _html_content_type(resp: requests.Response, fmt: _Format) -> str | None:
+    """Why a response cannot be the file, judged from its ``Content-Type``; ``None`` if it can."""
+    value = resp.headers.get("Content-Type") or ""
+    if fmt.html or value.split(";")[0].strip().lower() not in _HTML_TYPES:
+        return None
+    wanted = f"the {fmt.what} file" if fmt.what else "the file"
+    return f"the server sent an HTML page (Content-Type {value}), not {wanted} ({_HTML_HINT})"
+
+
+def _format_problem(path: Path, size: int, fmt: _Format) -> str | None:
+    """Why the file at ``path`` cannot be what its name says; ``None`` if it can."""
+    if fmt.html:
+        return None
+    with open(path, "rb") as fh:
+        head = fh.read(512)
+        tail = b""
+        if fmt.trailer and size >= len(fmt.trailer):
+            fh.seek(size - len(fmt.trailer))
+            tail = fh.read()
+    html = _looks_like_html(head)
+    if fmt.magic and not head.startswith(fmt.magic):
+        page = f", an HTML page ({_HTML_HINT})" if html else ""
+        return f"not a {fmt.what} file (its name ends in {fmt.suffix}): it starts with " + (
+            f"{head[:24]!r}{page}"
+        )
+    if fmt.trailer and tail != fmt.trailer:
+        return f"not a whole {fmt.what} file: it does not end with {fmt.trailer!r}"
+    if html:
+        return f"got an HTML page, not the file ({_HTML_HINT})"
+    return None
+
+
+def _ends_whole(path: Path, size: int, fmt: _Format) -> bool | None:
+    """Whether the file's own end record shows it is complete: the trailer of its last gzip
+    member, a zip's end of central directory, a Parquet footer. ``None``: the format has no such
+    record (plain text, for one)."""
+    if fmt.what == "gzip":
+        return _gzip_whole(path)
+    if fmt.what == "zip":
+        try:
+            with zipfile.ZipFile(path):
+                return True
+        except (zipfile.BadZipFile, OSError, ValueError, EOFError):
+            return False
+    if fmt.what == "Parquet":
+        if size < 12:
+            return False
+        with open(path, "rb") as fh:
+            fh.seek(size - 8)
+            end = fh.read(8)
+        return end[4:] == b"PAR1" and int.from_bytes(end[:4], "little") + 12 <= size
+    return None
+
+
+def _gzip_whole(path: Path) -> bool:
+    """True if the file is one or more gzip members, each complete with its trailer (the whole
+    stream is decompressed, in bounded pieces, and the output dropped)."""
+    member = None
+    seen = False
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(_HASH_CHUNK), b""):
+            seen = True
+            while block:
+                if member is None:
+                    member = zlib.decompressobj(zlib.MAX_WBITS | 16)
+                try:
+                    member.decompress(block, _HASH_CHUNK)
+                    while member.unconsumed_tail:
+                        member.decompress(member.unconsumed_tail, _HASH_CHUNK)
+                except zlib.error:
+                    return False
+                if member.eof:
+                    block, member = member.unused_data, None
+                else:
+                    block = b""
+    return seen and member is None
 
 
 # --------------------------------------------------------------------------------------------
@@ -455,15 +698,22 @@ def download(
     Parameters
     ----------
     url:
-        ``http://``, ``https://`` or ``file://`` URL.
+        ``http://``, ``https://`` or ``file://`` URL; ``file:relative/path`` is read relative
+        to the current directory (and recorded in the lock file as written).
     dest:
-        Final path. Parent directories are created. Bytes go to ``<dest>.part`` first; ``dest``
-        appears (``os.replace``) only after verification passed.
+        Final path. Parent directories are created. Bytes go to ``<dest>.part`` first (with
+        ``<dest>.part.meta`` beside it, naming the URL and validator to resume from); ``dest``
+        appears (``os.replace``) only after verification passed. Its name says what the file
+        must be: ``.gz``, ``.zip``, ``.parquet`` (and ``.bz2``, ``.xz``, ``.zst``) must start
+        with their magic bytes, and no file but an ``.html`` one may be an HTML page.
     md5, sha256, size:
         Expected checksums (hex, any case) and size in bytes; each one given is checked.
     lockfile:
         A :class:`LockFile` or its path. If it has an entry for ``url`` the download must match
-        it; if not, the size and SHA-256 of the download are recorded there.
+        it (the error names the lines to delete to accept a new file); if not, the size and
+        SHA-256 of the download are recorded there, once it is known to be whole: a body that
+        ended with the connection, with no ``Content-Length`` and nothing to check it against,
+        is accepted only when it is a gzip, zip or Parquet file whose end record is present.
     force:
         Download even if ``dest`` exists. Without it, an existing ``dest`` that verifies is
         returned untouched (no network access), and one that does not verify raises
@@ -471,10 +721,11 @@ def download(
         to verify against (no checksums, no lock entry) is trusted and returned.
     retries:
         How many times in a row a failed attempt (dropped connection, timeout, connection
-        refused, HTTP 408/425/429/5xx) is retried before giving up; 0 never retries. An attempt
-        that received data before failing starts a new run, so a long download survives any
-        number of separate drops as long as each one makes progress. Other HTTP errors (404,
-        403, ...) fail at once.
+        refused, HTTP 408/425/429/5xx, a resume the server answered wrongly) is retried before
+        giving up; 0 never retries. An attempt that got further into the file than any before
+        starts a new run, so a long download survives any number of separate drops as long as
+        each one makes progress; starting over from byte 0 is not progress. Other HTTP errors
+        (404, 403, ...), an HTML page and a mismatch fail at once.
     backoff, max_backoff:
         Wait ``backoff * 2**(n - 1)`` seconds (at most ``max_backoff``) before the n-th retry in
         a row; a numeric ``Retry-After`` header raises the wait (still capped at
@@ -493,10 +744,12 @@ def download(
     ------
     DownloadError
         With a one-line message naming ``url`` and ``dest``: HTTP error, timeout, connection
-        refused or dropped (after the retries), size or checksum mismatch, unwritable ``.part``,
-        a missing ``file://`` source. ``dest`` is never left behind by a failure (a pre-existing
-        ``dest`` is left as it was). A ``.part`` that failed verification is deleted; after a
-        network failure it is kept, and the next call resumes from it.
+        refused or dropped (after the retries), size or checksum mismatch, an HTML page or the
+        wrong magic bytes, a body of unknown length not shown to be whole, a failed write of the
+        ``.part`` or the lock file (a full disk, say), a missing ``file://`` source. ``dest`` is
+        never left behind by a failure (a pre-existing ``dest`` is left as it was), nor a lock
+        entry. A ``.part`` that failed verification or a write is deleted; after a network
+        failure it is kept, and the next call resumes from it if it is still the same file.
     ValueError
         A malformed ``md5``/``sha256`` argument or an unsupported URL scheme.
     """
@@ -516,7 +769,7 @@ def download(
             md5=lock_entry.md5,
             sha256=lock_entry.sha256,
             size=lock_entry.size,
-            origin=f"lock file {lock.path}",
+            origin=_lock_origin(lock),
         )
 
     def fail(reason: str) -> DownloadError:
@@ -530,7 +783,7 @@ def download(
         problem = expect.mismatch(actual)
         if problem is not None:
             raise fail(
-                f"{dest} already exists and does not verify ({problem}); "
+                f"{dest} already exists and does not verify ({_explain(problem, lock, url)}); "
                 "remove it or pass force=True to replace it"
             )
         if lock is not None and lock_entry is None and expect.hashes:
@@ -539,8 +792,9 @@ def download(
         log.info("%s exists and verifies; not downloading", dest)
         return dest
 
-    dest.parent.mkdir(parents=True, exist_ok=True)
+    fmt = _expected_format(dest.name)
     try:
+        dest.parent.mkdir(parents=True, exist_ok=True)
         part_file = _PartFile(part, expect.algorithms(), url=url, dest=dest)
     except OSError as exc:
         raise fail(f"cannot open {part}: {exc}") from exc
@@ -558,9 +812,12 @@ def download(
             if scheme == "file":
                 _copy_file(url, part_file, chunk_size, bar, fail)
             else:
+                _check_part_origin(url, part_file)
                 _fetch_http(
                     url,
                     part_file,
+                    fmt=fmt,
+                    checked=bool(expect),
                     expected_size=expect.expected_size(),
                     retries=retries,
                     backoff=backoff,
@@ -572,45 +829,85 @@ def download(
                     fail=fail,
                 )
             part_file.sync()
+        except OSError as exc:
+            # A failed write (a full disk, a quota, an NFS error): what the .part holds on disk
+            # is not known, and removing it frees the space.
+            part_file.remove()
+            raise fail(f"cannot write {part}: {exc}") from exc
         except BaseException:
             if part_file.size == 0:  # nothing worth resuming from
-                part.unlink(missing_ok=True)
+                part_file.remove()
             raise
         finally:
             bar.close()
         actual = part_file.digest()
 
-        problem = expect.mismatch(actual)
+        mismatch = expect.mismatch(actual)
+        problem = _format_problem(part, actual.size, fmt) or (
+            None if mismatch is None else _explain(mismatch, lock, url)
+        )
         if problem is not None:
-            part.unlink(missing_ok=True)
+            part_file.remove()
             raise fail(problem)
         if lock is not None:
             try:
                 _record(lock, url, actual, fail)
             except DownloadError:
-                part.unlink(missing_ok=True)
+                part_file.remove()
                 raise
-        os.replace(part, dest)
+        try:
+            os.replace(part, dest)
+        except OSError as exc:
+            raise fail(f"cannot move {part} to {dest}: {exc}") from exc
+        part_file.meta_path.unlink(missing_ok=True)
     log.info("downloaded %s to %s (%d bytes, sha256 %s)", url, dest, actual.size,
              actual.hexdigests["sha256"])
     return dest
 
 
+def _lock_origin(lock: LockFile) -> str:
+    return f"lock file {lock.path}"
+
+
+def _explain(problem: _Mismatch, lock: LockFile | None, url: str) -> str:
+    """The mismatch, and how to accept the new file when it is the lock file that expected
+    another."""
+    if lock is not None and problem.origin == _lock_origin(lock):
+        return f"{problem.text}; {lock.how_to_accept(url)}"
+    return problem.text
+
+
 def _record(lock: LockFile, url: str, actual: _Digest, fail: _Fail) -> None:
     """Record ``actual`` for ``url`` in ``lock``; if another writer got there first, compare."""
     mine = LockEntry(size=actual.size, sha256=actual.hexdigests["sha256"])
-    stored = lock.record(url, mine)
+    try:
+        stored = lock.record(url, mine)
+    except DownloadError as exc:
+        raise fail(str(exc)) from exc
     if stored is not mine:
         check = _Expectations.build(
-            md5=stored.md5, sha256=stored.sha256, size=stored.size,
-            origin=f"lock file {lock.path}",
+            md5=stored.md5, sha256=stored.sha256, size=stored.size, origin=_lock_origin(lock)
         )
         missing = {name for name, _, _ in check.hashes} - set(actual.hexdigests)
         if missing:  # e.g. a hand-written md5 appeared meanwhile; cannot check it here
             return
         problem = check.mismatch(actual)
         if problem is not None:
-            raise fail(problem)
+            raise fail(_explain(problem, lock, url))
+
+
+def _check_part_origin(url: str, part: _PartFile) -> None:
+    """Discard a ``.part`` left by a download of another URL, or with no record of its URL."""
+    if part.size == 0:
+        return
+    if part.meta is None:
+        why = "nothing records which URL its bytes came from"
+    elif part.meta.url != url:
+        why = f"its bytes came from another URL, {part.meta.url}"
+    else:
+        return
+    log.info("%s: discarding the %d bytes in %s: %s", url, part.size, part.path.name, why)
+    part.reset()
 
 
 def _copy_file(url: str, part: _PartFile, chunk_size: int, bar: Any, fail: _Fail) -> None:
@@ -643,8 +940,9 @@ class _Transient(Exception):
         self.retry_after = retry_after
 
 
-class _Restart(Exception):
-    """The ``.part`` was discarded; try again at once from byte 0."""
+class _Restart(_Transient):
+    """The ``.part`` was discarded; try again from byte 0. Counted as a failed attempt, so a
+    server that keeps answering resumes wrongly cannot make the download loop without end."""
 
 
 _NETWORK_ERRORS: tuple[type[BaseException], ...] = (
@@ -660,6 +958,8 @@ def _fetch_http(
     url: str,
     part: _PartFile,
     *,
+    fmt: _Format,
+    checked: bool,
     expected_size: tuple[int, str] | None,
     retries: int,
     backoff: float,
@@ -670,28 +970,35 @@ def _fetch_http(
     session: requests.Session | None,
     fail: _Fail,
 ) -> None:
-    """Fill ``part`` with the body of ``url``, resuming and retrying as documented in download."""
+    """Fill ``part`` with the body of ``url``, resuming and retrying as documented in download.
+
+    ``checked``: a size or checksum will verify the result, so a body of unknown length may be
+    taken as it is, and a resume needs no validator (a splice would not verify).
+    """
     own_session = session is None
     sess = requests.Session() if session is None else session
     state = _HttpState()
+    if part.meta is not None:  # a .part of this very URL (see _check_part_origin)
+        state.validator, state.total = part.meta.validator, part.meta.total
     if part.size:
         log.info("downloading %s to %s, resuming after %d bytes", url, part.path, part.size)
     else:
         log.info("downloading %s to %s", url, part.path)
     failures = 0
     attempts = 0
+    reached = part.size  # the furthest the .part has got
     try:
         while True:
             attempts += 1
-            before = part.size
             try:
-                _attempt(sess, url, part, state, expected_size, timeout, chunk_size, bar, fail)
+                _attempt(sess, url, part, state, fmt, checked, expected_size, timeout,
+                         chunk_size, bar, fail)
                 return
-            except _Restart:
-                continue
             except _Transient as exc:
-                # An attempt that received data starts a new run of failures.
-                failures = 1 if part.size > before else failures + 1
+                # An attempt that got further than any before starts a new run of failures;
+                # one that restarted from byte 0, or got no further, continues the run.
+                failures = 1 if part.size > reached else failures + 1
+                reached = max(reached, part.size)
                 if failures > retries:
                     kept = (
                         f"; {part.size} bytes kept in {part.path.name} to resume from"
@@ -726,12 +1033,19 @@ def _attempt(
     url: str,
     part: _PartFile,
     state: _HttpState,
+    fmt: _Format,
+    checked: bool,
     expected_size: tuple[int, str] | None,
     timeout: float,
     chunk_size: int,
     bar: Any,
     fail: _Fail,
 ) -> None:
+    if part.size and state.validator is None and not checked:
+        log.info("%s: no ETag or Last-Modified to show the file is unchanged, and no checksum "
+                 "to check a resumed download: starting over rather than resuming at byte %d",
+                 url, part.size)
+        part.reset()
     offset = part.size
     # identity: the file's bytes as stored, never a transfer-compressed variant of them.
     headers = {"Accept-Encoding": "identity"}
@@ -752,26 +1066,34 @@ def _attempt(
                 log.info("%s: %s already holds the whole file", url, part.path.name)
                 state.total = total
                 return
-            log.info("%s: server rejected resuming at byte %d; starting over", url, offset)
             part.reset()
-            raise _Restart
+            raise _Restart(f"server rejected resuming at byte {offset}; starting over")
+        if status in (200, 206):
+            html = _html_content_type(resp, fmt)
+            if html is not None:
+                raise fail(html)
         if status == 206:
             start, total = _parse_content_range(resp.headers.get("Content-Range"))
             if start != offset or start is None:
                 if offset == 0:
                     raise fail(f"server sent partial content {resp.headers.get('Content-Range')!r}"
                                " for a request without Range")
-                log.info("%s: server resumed at an unexpected position; starting over", url)
                 part.reset()
-                raise _Restart
+                raise _Restart(f"server answered a resume at byte {offset} with "
+                               f"{resp.headers.get('Content-Range')!r}; starting over")
             if state.total is not None and total is not None and total != state.total:
-                log.info("%s: remote file changed size (%d -> %d); starting over",
-                         url, state.total, total)
                 part.reset()
-                raise _Restart
+                raise _Restart(f"remote file changed size ({state.total} -> {total} bytes); "
+                               "starting over")
+            validator = _validator(resp)
+            if state.validator is not None and validator not in (None, state.validator):
+                part.reset()
+                raise _Restart(f"remote file changed ({state.validator} -> {validator}); "
+                               "starting over")
         elif status == 200:
             if offset > 0:
-                log.info("%s: server ignored the Range request; starting over", url)
+                log.info("%s: server sent the whole file, not the rest (it ignored Range or "
+                         "the file changed); starting over", url)
                 part.reset()
             total = _content_length(resp)
         elif status in _RETRYABLE_STATUS:
@@ -786,7 +1108,11 @@ def _attempt(
                 f"server reports {total} bytes"
             )
         state.total = total
-        state.validator = _validator(resp)
+        state.validator = state.validator if status == 206 else _validator(resp)
+        # Written before the body, so a .part never holds bytes without a record of their origin.
+        part.set_meta(_PartMeta(url, state.validator, total))
+        # Without a length the body's end is known from chunked framing, or not at all.
+        delimited = total is not None or (status == 200 and bool(resp.raw.chunked))
         bar.reset(total=total)
         bar.update(part.size)
 
@@ -798,10 +1124,7 @@ def _attempt(
                 break
             except _NETWORK_ERRORS as exc:
                 raise _Transient(_describe_network_error(exc, timeout)) from exc
-            try:
-                part.write(block)
-            except OSError as exc:
-                raise fail(f"cannot write {part.path}: {exc}") from exc
+            part.write(block)  # an OSError (full disk) is reported by download()
             bar.update(len(block))
 
     if total is not None:
@@ -810,6 +1133,29 @@ def _attempt(
         if part.size > total:
             part.reset()
             raise fail(f"size mismatch: server announced {total} bytes but sent more")
+    elif not delimited:
+        if expected_size is not None and part.size < expected_size[0]:
+            raise _Transient(f"connection closed after {part.size} of {expected_size[0]} bytes "
+                             f"({expected_size[1]}); the server sent no Content-Length")
+        if not checked:
+            _check_whole(part, fmt, fail)
+
+
+def _check_whole(part: _PartFile, fmt: _Format, fail: _Fail) -> None:
+    """After a body that ended when the connection closed, with no length announced and no
+    checksum to come: accept it only if the file's end record shows it is complete."""
+    got = part.size
+    cause = f"the server sent no Content-Length and closed the connection after {got} bytes"
+    part.flush()
+    whole = _ends_whole(part.path, got, fmt)
+    if whole is None:
+        part.reset()
+        raise fail(
+            f"{cause}, and nothing shows that the file is whole; give its sha256 (or md5) "
+            "with the URL (a files: entry in the configuration) to accept it"
+        )
+    if not whole:  # resumed with Range next time; a 206 then names the total
+        raise _Transient(f"{cause}, before the end of the {fmt.what} data")
 
 
 _CONTENT_RANGE = re.compile(r"bytes\s+(\d+)-(\d+)/(\d+|\*)", re.IGNORECASE)
