@@ -43,6 +43,7 @@ rule paper_tables:
         headline=config["evaluation"]["headline"],
         rules=config["evaluation"]["rules"],
         reference_dataset=config["paper"]["reference_dataset"],
+        generated=[d for d in DATASETS if "synthetic" in dataset_cfg(d)],
         reported_rule=config["evaluation"]["reported_rule"],
     script:
         "../../scripts/paper_tables.py"
