@@ -15,6 +15,7 @@ from tieaudit.report import (
     compare_markdown,
     dataset_table,
     load_reference,
+    prune_folder,
     ties_invariance_table,
 )
 
@@ -178,3 +179,20 @@ def test_reference_file_errors_name_the_file_and_entry(tmp_path, edit, message) 
     path.write_text(yaml.safe_dump(ref), encoding="utf-8")
     with pytest.raises(ValueError, match=f"{path}: {message}"):
         load_reference(path)
+
+
+def test_prune_folder_keeps_exactly_the_listed_files(tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)  # the workflow passes paths relative to its working directory
+    paper = Path("results/paper")
+    for name in ("table_a.csv", "table_old.csv", "figures/a_rules.png", "figures/old_rules.png",
+                 "old/only.md", ".table_a.csv.x1.tmp"):  # fmt: skip
+        (paper / name).parent.mkdir(parents=True, exist_ok=True)
+        (paper / name).write_text(name)
+    keep = ["results/paper/table_a.csv", "results/./paper/figures/a_rules.png",
+            "results/paper/never_written.md"]  # fmt: skip
+    kept, removed = prune_folder("results/paper", keep)
+    assert kept == [paper / "figures/a_rules.png", paper / "table_a.csv"]
+    assert removed == sorted(paper / n for n in ("table_old.csv", "figures/old_rules.png",
+                                                 "old/only.md", ".table_a.csv.x1.tmp"))  # fmt: skip
+    left = sorted(p.relative_to(paper).as_posix() for p in paper.rglob("*"))
+    assert left == ["figures", "figures/a_rules.png", "table_a.csv"]  # emptied folder removed

@@ -34,6 +34,7 @@ Comparison with the paper
 from __future__ import annotations
 
 import math
+import os
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -51,6 +52,7 @@ __all__ = [
     "combined_checklist",
     "frame_to_latex",
     "load_reference",
+    "prune_folder",
     "PATTERNS",
     "Tolerances",
 ]
@@ -393,6 +395,25 @@ def combined_checklist(paths: Sequence[str | Path]) -> str:
         parts += [re.sub(r"^# ", "## ", text, count=1), ""]
         parts[-2] = re.sub(r"(?m)^## (?!Tie-handling)", "### ", parts[-2])
     return "\n".join(parts)
+
+
+def prune_folder(folder: str | Path, keep: Sequence[str | Path]) -> tuple[list[Path], list[Path]]:
+    """Remove every file under ``folder`` that is not in ``keep`` (and the folders that leaves
+    empty); return the kept files that exist and the removed ones, each sorted. ``keep`` paths
+    are taken as the same relative or absolute paths as ``folder``."""
+    root = Path(folder)
+    wanted = {Path(os.path.normpath(p)) for p in keep}
+    kept, removed = [], []
+    for path in sorted(p for p in root.rglob("*") if not p.is_dir()):
+        if Path(os.path.normpath(path)) in wanted:
+            kept.append(path)
+        else:
+            path.unlink()
+            removed.append(path)
+    for sub in sorted((p for p in root.rglob("*") if p.is_dir()), reverse=True):
+        if not any(sub.iterdir()):
+            sub.rmdir()
+    return kept, removed
 
 
 _VALUE_KEYS = ("dataset", "scorer", "metric", "rule", "value")

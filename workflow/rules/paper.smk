@@ -3,6 +3,7 @@ localrules:
     paper_tables,
     figures,
     figures_full,
+    paper_manifest,
 
 
 rule paper_tables:
@@ -99,3 +100,20 @@ rule figures_full:
         rules=config["evaluation"]["rules"],
     script:
         "../../scripts/figures_full.py"
+
+
+# results/paper/ holds this run's outputs only: an earlier run's tables and figures (another
+# `run:` list, or without the full catalogue) are removed once every output of this run is
+# written, and the rest is listed. The set of inputs changes with the run, which reruns it.
+rule paper_manifest:
+    input:
+        files=paper_outputs(),
+        lib=lib("report.py", "io.py"),
+    output:
+        PAPER_MANIFEST,
+    log:
+        f"{LOGS}/paper_manifest.log",
+    conda:
+        "../../environment.yml"
+    script:
+        "../../scripts/paper_manifest.py"
