@@ -1,8 +1,8 @@
-"""What a run leaves in results/paper/.
+"""What a run leaves in results/paper/, and the report step's output.
 
 A tiny generated configuration (two datasets, one scorer) runs twice in a temporary folder: with
 both datasets, then with `run: [mini_a]`. results/paper/ must then hold exactly the second run's
-tables and figures.
+tables and figures. The report step must print no unawaited-coroutine warnings.
 """
 
 from __future__ import annotations
@@ -94,3 +94,12 @@ def test_results_paper_holds_only_the_last_runs_outputs(runs: tuple[Path, set[st
     assert listed == sorted(expected_files(["mini_a"]) - {"MANIFEST.txt"})
     for name in ("compare.md", "ties_invariance.csv", "checklist.md"):
         assert "mini_b" not in (paper / name).read_text(), name
+
+
+def test_report_step_prints_no_unawaited_coroutine_warnings(runs: tuple[Path, set[str]]) -> None:
+    d, _ = runs
+    res = snakemake(d, *ONLY_A, "--report", "results/report.html")
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert (d / "results" / "report.html").stat().st_size > 10_000
+    out = res.stdout + res.stderr
+    assert "was never awaited" not in out and "RuntimeWarning" not in out, out[-3000:]
