@@ -1,14 +1,19 @@
-"""What a run leaves in results/paper/, and the report step's output.
+"""What a run leaves in results/paper/, the report step's output, and recovering from a killed run.
 
 A tiny generated configuration (two datasets, one scorer) runs twice in a temporary folder: with
 both datasets, then with `run: [mini_a]`. results/paper/ must then hold exactly the second run's
-tables and figures. The report step must print no unawaited-coroutine warnings.
+tables and figures. The report step must print no unawaited-coroutine warnings, and after a
+`kill -9` of Snakemake the README's troubleshooting advice (`--unlock`) must let the rerun go.
 """
 
 from __future__ import annotations
 
+import os
+import re
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -103,3 +108,35 @@ def test_report_step_prints_no_unawaited_coroutine_warnings(runs: tuple[Path, se
     assert (d / "results" / "report.html").stat().st_size > 10_000
     out = res.stdout + res.stderr
     assert "was never awaited" not in out and "RuntimeWarning" not in out, out[-3000:]
+
+
+def test_readme_unlock_advice_recovers_a_killed_run(runs: tuple[Path, set[str]]) -> None:
+    d, _ = runs
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    m = re.search(r"^## Troubleshooting\n(.*?)(?=^## )", text, re.S | re.M)
+    assert m, "README has no Troubleshooting section"
+    advice = m.group(1)
+    assert advice.lstrip().startswith("- ") and "LockException" in advice
+    assert re.search(r"snakemake [^\n]*--unlock", advice)
+    # a Snakemake killed with SIGKILL while it holds the lock (its jobs killed with it)
+    locks = d / ".snakemake" / "locks"
+    proc = subprocess.Popen(snakemake_cmd(d, "--cores", "1", *ONLY_A, "--forcerun",
+                                          "paper_tables"), cwd=ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 300
+        while not (locks.is_dir() and any(locks.iterdir())):
+            assert proc.poll() is None, "the run ended before it was killed"
+            assert time.monotonic() < deadline, "the run never took its lock"
+            time.sleep(0.02)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    locked = snakemake(d, "--cores", "1", *ONLY_A)
+    assert locked.returncode != 0 and "LockException" in locked.stderr, locked.stderr[-3000:]
+    unlock = snakemake(d, *ONLY_A, "--unlock")
+    assert unlock.returncode == 0, unlock.stderr[-3000:]
+    rerun = snakemake(d, "--cores", "1", *ONLY_A)
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    assert paper_files(d) == expected_files(["mini_a"])
