@@ -38,6 +38,7 @@ text = compare_markdown(
     scorers=p.scorers,
     headline=p.headline,
     dataset_map=p.reference_dataset,
+    generated=p.generated,
 )
 atomic_write_text(snakemake.output.compare, text)  # noqa: F821
 atomic_write_text(snakemake.output.checklist, combined_checklist(inp.checklists))  # noqa: F821

@@ -1,11 +1,15 @@
-"""Figures (tieaudit.figures): they draw what the metrics say, deterministically."""
+"""Figures (tieaudit.figures): they draw what the metrics say, deterministically, and stay
+readable at one column (3.3 in) and two (6.8 in): legends off the data, text inside the figure."""
 
 from __future__ import annotations
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+import pytest
+from matplotlib.text import Text
 
-from tieaudit.figures import rules_figure, save, tie_size_figure
+from tieaudit.figures import COLUMN, TEXT, rules_figure, save, tie_size_figure
 
 RULES = ["input_order", "optimistic", "pessimistic", "expected", "hash:0", "hash_mean"]
 SCORERS = ["a", "b"]
@@ -45,3 +49,65 @@ def test_saved_figures_are_byte_identical(tmp_path) -> None:
         save(tie_size_figure(diag, SCORERS), [tmp_path / f"{name}_t.pdf"])
     for ext in (".png", ".pdf", "_t.pdf"):
         assert (tmp_path / f"one{ext}").read_bytes() == (tmp_path / f"two{ext}").read_bytes()
+
+
+# the demo's scorers and rules: long tick labels and eight legend entries
+DEMO_SCORERS = ["attribute_overlap", "residualized_attribute", "popularity"]
+DEMO_RULES = ["input_order", "optimistic", "pessimistic", "expected", "hash:0", "hash_mean",
+              "random:0", "item_id"]  # fmt: skip
+
+
+def demo_metrics() -> pd.DataFrame:
+    rows = [{"scorer": s, "rule": r, "metric": h, "value": v * (1.8 if r == "input_order" else 1),
+             "min": v * 0.98, "max": v * 1.02}
+            for s, v in zip(DEMO_SCORERS, (0.5, 0.45, 0.9), strict=True)
+            for r in DEMO_RULES for h in ("nDCG@10", "HR@10")]  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def demo_diagnostics() -> pd.DataFrame:
+    sizes = [1, 2, 3, 5, 8, 13, 29, 40, 120]
+    return pd.DataFrame([{"scorer": s, "diagnostic": "rows_with_tie_size", "key": f"t={t}",
+                          "value": 10 + j * t % 7} for j, s in enumerate(DEMO_SCORERS)
+                         for t in sizes])  # fmt: skip
+
+
+def figures(width: float | None) -> dict[str, plt.Figure]:
+    kw = {} if width is None else {"width": width}
+    return {
+        "rules": rules_figure(demo_metrics(), DEMO_SCORERS, DEMO_RULES, ["nDCG@10", "HR@10"],
+                              title="demo_amazon_beauty", **kw),
+        "tie_sizes": tie_size_figure(demo_diagnostics(), DEMO_SCORERS, title="demo", **kw),
+    }  # fmt: skip
+
+
+def overlap(a, b) -> bool:
+    return a.x0 < b.x1 and b.x0 < a.x1 and a.y0 < b.y1 and b.y0 < a.y1
+
+
+@pytest.mark.parametrize("width", [None, TEXT])  # None: the default, one column
+def test_legends_never_cover_the_data_and_text_is_readable(width: float | None) -> None:
+    for name, fig in figures(width).items():
+        fig.canvas.draw()
+        r = fig.canvas.get_renderer()
+        assert fig.get_figwidth() == pytest.approx(width or COLUMN), name
+        axes = [ax for ax in fig.axes if ax.get_visible()]
+        legends = list(fig.legends) + [ax.get_legend() for ax in axes if ax.get_legend()]
+        assert len(legends) == 1, name
+        legend = legends[0].get_window_extent(r)
+        for ax in axes:  # the panel, its tick labels and axis labels: none under the legend
+            assert not overlap(legend, ax.get_tightbbox(r)), (name, ax.get_ylabel())
+        texts = [t for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()]
+        box = fig.bbox
+        for t in texts:
+            e = t.get_window_extent(r)
+            assert t.get_fontsize() >= 7, (name, t.get_text(), t.get_fontsize())
+            assert box.x0 - 1 <= e.x0 and e.x1 <= box.x1 + 1, (name, t.get_text())
+            assert box.y0 - 1 <= e.y0 and e.y1 <= box.y1 + 1, (name, t.get_text())
+        for ax in axes:  # tick labels do not run into each other
+            for axis in (ax.xaxis, ax.yaxis):
+                labels = [t.get_window_extent(r) for t in axis.get_ticklabels()
+                          if t.get_visible() and t.get_text()]  # fmt: skip
+                for i, a in enumerate(labels):
+                    assert not any(overlap(a, b) for b in labels[i + 1:]), (name, axis)
+        plt.close(fig)

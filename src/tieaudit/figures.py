@@ -1,11 +1,17 @@
 """Figures: each scorer's headline measure under each tie rule, and tie sizes at the positive.
 
+Every figure is drawn at the width it will be printed (``width`` in inches: :data:`COLUMN`, one
+column of a two-column paper, or :data:`TEXT`, both columns), with fonts of 7-9 pt at that size,
+and its legend below the panels, never over the data. Narrow figures stack the panels of the
+rules figure; wide ones set them side by side.
+
 Matplotlib runs on the Agg backend (set here, before pyplot is imported), and PDFs carry no
 creation date, so the same inputs give the same files.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -17,7 +23,14 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-__all__ = ["rules_figure", "tie_size_figure", "save"]
+__all__ = ["COLUMN", "TEXT", "rules_figure", "tie_size_figure", "save"]
+
+#: Printed widths in inches: one column of a two-column paper, and the full text width.
+COLUMN, TEXT = 3.3, 6.8
+#: Font sizes in points at the printed size: tick and legend labels, axis labels, titles.
+_SMALL, _LABEL, _TITLE = 7, 8, 9
+#: Below this width the rules figure stacks its panels.
+_SIDE_BY_SIDE = 5.0
 
 _SINGLE = ("input_order", "optimistic", "pessimistic", "item_id")
 _COLORS = {"input_order": "#d62728", "optimistic": "#ff9896", "pessimistic": "#9edae5",
@@ -28,17 +41,47 @@ def _color(rule: str) -> str:
     return _COLORS.get(rule, _COLORS.get(rule.split(":")[0], "#7f7f7f"))
 
 
+def _wrap(name: str, width: int = 13) -> str:
+    """A scorer name broken after underscores into lines of about ``width`` characters, so tick
+    labels stay horizontal: ``residualized_attribute`` -> ``residualized_`` / ``attribute``."""
+    lines = [""]
+    for part in re.findall(r"[^_]+_*|_+", name):
+        if lines[-1] and len(lines[-1]) + len(part) > width:
+            lines.append("")
+        lines[-1] += part
+    return "\n".join(lines)
+
+
+def _legend_below(fig: plt.Figure, ax: plt.Axes) -> None:
+    """The legend of ``ax``'s labelled artists under the panels, outside every axes, in the
+    fewest rows whose columns fit the figure's width (measured on the drawn text)."""
+    handles, labels = ax.get_legend_handles_labels()
+    renderer = fig.canvas.get_renderer()
+    n = len(labels)
+    for ncol in sorted({-(-n // rows) for rows in range(1, n + 1)}, reverse=True):
+        legend = fig.legend(handles, labels, loc="outside lower center", ncol=ncol,
+                            fontsize=_SMALL, frameon=False, handlelength=1.5,
+                            columnspacing=1.0)  # fmt: skip
+        if ncol == 1 or legend.get_window_extent(renderer).width <= 0.96 * fig.bbox.width:
+            return
+        legend.remove()
+
+
 def rules_figure(
     metrics: pd.DataFrame, scorers: Sequence[str], rules: Sequence[str], headline: Sequence[str],
-    title: str = "",
+    title: str = "", width: float = COLUMN,
 ) -> plt.Figure:  # fmt: skip
     """One panel per headline measure; per scorer a bar for each single-ranking rule, the
-    hash_mean seed range (min to max) with its mean, and the exact expectation as a black line."""
+    hash_mean seed range (min to max) with its mean, and the exact expectation as a black line.
+    ``width`` is the printed width in inches; narrower than 5 in, the panels are stacked."""
     bars = [r for r in rules if r not in ("expected", "hash_mean")]
-    fig, axes = plt.subplots(1, len(headline), figsize=(4.2 * len(headline), 3.6), squeeze=False)
-    width = 0.8 / max(1, len(bars) + 1)
+    ncols = len(headline) if width >= _SIDE_BY_SIDE else 1
+    nrows = -(-len(headline) // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(width, 0.9 + 2.0 * nrows), squeeze=False,
+                             sharex=True, layout="constrained")  # fmt: skip
+    bar_width = 0.8 / max(1, len(bars) + 1)
     x = np.arange(len(scorers))
-    for ax, h in zip(axes[0], headline, strict=True):
+    for ax, h in zip(axes.flat, headline, strict=False):
         m = metrics[metrics["metric"] == h]
 
         def get(s: str, r: str, col: str = "value", m: pd.DataFrame = m) -> float:
@@ -46,38 +89,42 @@ def rules_figure(
             return float(sel[col].iloc[0]) if len(sel) else np.nan
 
         for j, r in enumerate(bars):
-            ax.bar(x - 0.4 + (j + 0.5) * width, [get(s, r) for s in scorers], width,
+            ax.bar(x - 0.4 + (j + 0.5) * bar_width, [get(s, r) for s in scorers], bar_width,
                    label=r, color=_color(r))  # fmt: skip
         if "hash_mean" in rules:
-            xm = x - 0.4 + (len(bars) + 0.5) * width
+            xm = x - 0.4 + (len(bars) + 0.5) * bar_width
             mean = np.array([get(s, "hash_mean") for s in scorers])
             # value (row mean of the seed mean) and min/max (over the seeds' row means) are
             # summed in different orders: with every seed alike they differ in the last bits
             lo = np.maximum(mean - np.array([get(s, "hash_mean", "min") for s in scorers]), 0)
             hi = np.maximum(np.array([get(s, "hash_mean", "max") for s in scorers]) - mean, 0)
-            ax.errorbar(xm, mean, yerr=[lo, hi], fmt="o", color=_COLORS["hash"], ms=4,
-                        capsize=3, label="hash_mean (seed min-max)")  # fmt: skip
+            ax.errorbar(xm, mean, yerr=[lo, hi], fmt="o", color=_COLORS["hash"], ms=3,
+                        capsize=2, label="hash_mean (seed min-max)")  # fmt: skip
         if "expected" in rules:
             for i, s in enumerate(scorers):
                 ax.hlines(get(s, "expected"), x[i] - 0.42, x[i] + 0.42, colors="black",
-                          linewidth=1.5, label="expected" if i == 0 else None)  # fmt: skip
-        ax.set_xticks(x, scorers, rotation=15, ha="right", fontsize=8)
-        ax.set_ylabel(h)
-        ax.set_ylim(0, max(0.05, float(np.nanmax(m["value"])) * 1.15))
+                          linewidth=1.2, label="expected" if i == 0 else None)  # fmt: skip
+        ax.set_xticks(x, [_wrap(s) for s in scorers])
+        ax.tick_params(labelsize=_SMALL)
+        ax.set_ylabel(h, fontsize=_LABEL)
+        ax.set_ylim(0, max(0.05, float(np.nanmax(m["value"])) * 1.1))
         ax.grid(axis="y", alpha=0.3)
-    axes[0][-1].legend(fontsize=7, loc="upper right", frameon=False)
+    for ax in axes.flat[len(headline):]:
+        ax.set_visible(False)
+    _legend_below(fig, axes.flat[0])
     if title:
-        fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
+        fig.suptitle(title, fontsize=_TITLE)
     return fig
 
 
 def tie_size_figure(
-    diagnostics: pd.DataFrame, scorers: Sequence[str], title: str = "", max_t: int = 30
-) -> plt.Figure:
-    """Share of rows by tie-group size t at the relevant item (t > max_t pooled), per scorer."""
-    fig, ax = plt.subplots(figsize=(6.0, 3.4))
-    width = 0.8 / max(1, len(scorers))
+    diagnostics: pd.DataFrame, scorers: Sequence[str], title: str = "", max_t: int = 30,
+    width: float = COLUMN,
+) -> plt.Figure:  # fmt: skip
+    """Share of rows by tie-group size t at the relevant item (t > max_t pooled, labelled
+    ``>max_t``), per scorer. ``width`` is the printed width in inches."""
+    fig, ax = plt.subplots(figsize=(width, 2.6), layout="constrained")
+    bar_width = 0.8 / max(1, len(scorers))
     for j, s in enumerate(scorers):
         d = diagnostics[(diagnostics["scorer"] == s)
                         & (diagnostics["diagnostic"] == "rows_with_tie_size")]  # fmt: skip
@@ -87,14 +134,17 @@ def tie_size_figure(
         np.add.at(counts, np.minimum(t, max_t + 1), c)
         share = counts / max(1.0, counts.sum())
         xs = np.arange(1, max_t + 2)
-        ax.bar(xs - 0.4 + (j + 0.5) * width, share[1:], width, label=s)
-    ax.set_xlabel(f"tie-group size t at the relevant item ({max_t + 1} = more than {max_t})")
-    ax.set_ylabel("share of rows")
-    ax.legend(fontsize=8, frameon=False)
+        ax.bar(xs - 0.4 + (j + 0.5) * bar_width, share[1:], bar_width, label=s)
+    step = 5 if max_t <= 40 else 10
+    ticks = [1] + list(range(step, max_t - 1, step)) + [max_t + 1]  # none crowding ">max_t"
+    ax.set_xticks(ticks, [str(v) for v in ticks[:-1]] + [f">{max_t}"])
+    ax.tick_params(labelsize=_SMALL)
+    ax.set_xlabel("tie-group size t at the relevant item", fontsize=_LABEL)
+    ax.set_ylabel("share of rows", fontsize=_LABEL)
     ax.grid(axis="y", alpha=0.3)
+    _legend_below(fig, ax)
     if title:
-        ax.set_title(title, fontsize=10)
-    fig.tight_layout()
+        ax.set_title(title, fontsize=_TITLE)
     return fig
 
 

@@ -22,11 +22,19 @@ Full-catalog block
     are exactly the sampled ones. ``compare_markdown`` compares the sampled setting only (the
     paper's protocol), and :func:`combined_checklist` marks the full-catalog checklists in their
     headings.
+
+Comparison with the paper
+    :func:`compare_markdown` sets the published numbers of the reference file
+    (:func:`load_reference`) beside ours and judges each pattern the paper reports on the
+    dataset(s) the pattern names, mapped to this run's stand-ins; this run's other datasets are
+    shown as lines beyond the paper that do not vote. When the compared data are stand-ins (a
+    mapped name or a generated dataset), the file opens with a note saying so.
 """
 
 from __future__ import annotations
 
 import math
+import os
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -43,6 +51,9 @@ __all__ = [
     "compare_markdown",
     "combined_checklist",
     "frame_to_latex",
+    "load_reference",
+    "prune_folder",
+    "PATTERNS",
     "Tolerances",
 ]
 
@@ -214,6 +225,84 @@ def _value(metrics: pd.DataFrame, d: str, s: str, rule: str, metric: str, col: s
     return None if sel.empty else float(sel[col].iloc[0])
 
 
+#: The patterns compare.md can judge (the ``id`` of a pattern in the reference file).
+PATTERNS = ("input_order_inflates", "expected_matches_hash_mean", "residualized_stable",
+            "popularity_stable")  # fmt: skip
+
+
+def _pattern_checks(
+    pat: Mapping[str, object], metrics: pd.DataFrame, d: str, scorers: Sequence[str],
+    headline: Sequence[str], tol: Tolerances,
+) -> list[tuple[str, bool]]:  # fmt: skip
+    """The (text, holds) lines of one pattern on one dataset of this run, one per headline
+    measure (and scorer, for ``expected_matches_hash_mean``) the metrics have."""
+    pid = pat["id"]
+    checks: list[tuple[str, bool]] = []
+    for h in headline:
+        if pid == "input_order_inflates":
+            s = str(pat.get("scorer", "attribute_overlap"))
+            io_, ex = _value(metrics, d, s, "input_order", h), _value(metrics, d, s, "expected", h)
+            if io_ is None or ex is None:
+                continue
+            checks.append((f"{d} / {s} {h}: input_order {io_:.4f} vs expected {ex:.4f}"
+                           f" ({io_ / ex:.2f}x)" if ex > 0 else
+                           f"{d} / {s} {h}: input_order {io_:.4f} vs expected 0",
+                           io_ >= (1 + tol.inflation) * ex and io_ > ex))  # fmt: skip
+        elif pid == "expected_matches_hash_mean":
+            for s in scorers:
+                z = _value(metrics, d, s, "hash_mean", h, "z")
+                hm = _value(metrics, d, s, "hash_mean", h)
+                ex = _value(metrics, d, s, "expected", h)
+                if z is None or ex is None:
+                    continue
+                checks.append((f"{d} / {s} {h}: hash_mean {hm:.4f} vs expected "
+                               f"{ex:.4f} (z = {z:+.2f})", abs(z) <= tol.max_abs_z))  # fmt: skip
+        else:  # residualized_stable, popularity_stable: a score nearly unchanged across rules
+            s = str(pat["scorer"])
+            op, pe = _value(metrics, d, s, "optimistic", h), _value(metrics, d, s, "pessimistic", h)
+            io_ = _value(metrics, d, s, "input_order", h)
+            if op is None or pe is None:
+                continue
+            checks.append((f"{d} / {s} {h}: optimistic - pessimistic = {op - pe:.4f}"
+                           + (f", input_order {io_:.4f}" if io_ is not None else ""),
+                           op - pe <= tol.max_gap))  # fmt: skip
+    return checks
+
+
+def _stand_ins(
+    reference: Mapping[str, object], datasets: Sequence[str], dmap: Mapping[str, str],
+    generated: Sequence[str],
+) -> list[tuple[str, str]]:  # fmt: skip
+    """(paper dataset, this run's dataset) for every paper dataset of the reference file that
+    this run compares against data other than the paper's: a dataset mapped to another name,
+    or a generated one."""
+    named = [v["dataset"] for v in reference.get("values", [])]
+    named += [p for pat in reference.get("patterns", []) for p in pat.get("datasets", [])]
+    out = []
+    for paper in dict.fromkeys(named):
+        ours = dmap.get(paper, paper)
+        if ours in datasets and (ours != paper or ours in generated):
+            out.append((paper, ours))
+    return out
+
+
+def _stand_in_note(stand_ins: Sequence[tuple[str, str]], generated: Sequence[str]) -> str:
+    """The warning at the top of compare.md when the paper's datasets are not this run's."""
+    made = {ours in generated for _, ours in stand_ins}
+    mixed = len(made) > 1
+
+    def one(paper: str, ours: str) -> str:
+        kind = (" (generated)" if ours in generated else " (another dataset)") if mixed else ""
+        return f"`{ours}`{kind} for `{paper}`"
+
+    return (f"> **Not the paper's data.** This run compares the paper's datasets against "
+            f"{'generated ' if made == {True} else ''}stand-ins: "
+            + ", ".join(one(p, o) for p, o in stand_ins)
+            + ". The published numbers are set beside them for orientation only: the magnitudes "
+            "are not expected to match. A verdict below says whether the paper's pattern also "
+            "appears in these data.")  # fmt: skip
+
+
 def compare_markdown(
     metrics: pd.DataFrame,
     reference: Mapping[str, object],
@@ -222,13 +311,25 @@ def compare_markdown(
     scorers: Sequence[str],
     headline: Sequence[str],
     dataset_map: Mapping[str, str] | None = None,
+    generated: Sequence[str] = (),
     tol: Tolerances | None = None,
 ) -> str:
-    """Published numbers beside ours, and whether each pattern the paper claims holds here."""
+    """Published numbers beside ours, and whether each pattern the paper claims holds here.
+
+    ``dataset_map`` maps a dataset name of the reference file (the paper's) to this run's name;
+    ``generated`` names this run's datasets made by a generator. Each pattern is judged on the
+    datasets it names (``datasets`` in the reference file, mapped), only; this run's other
+    datasets are listed under it as "beyond the paper" and cast no vote. When a paper dataset is
+    compared against a stand-in (mapped to another name, or generated), the file says so at the
+    top.
+    """
     tol = tol or Tolerances()
     dmap = dict(dataset_map or {})
     metrics = _sampled(metrics)  # the paper's protocol: sampled candidates
     out = ["# Our numbers beside the paper's", ""]
+    stand_ins = _stand_ins(reference, datasets, dmap, generated)
+    if stand_ins:
+        out += [_stand_in_note(stand_ins, generated), ""]
     out.append(f"Published values are from the {reference.get('source', 'paper')}; ours are read "
                "from this run's `results/*/*/metrics.csv`. Candidates and scores are fixed; only "
                "the tie rule changes.")  # fmt: skip
@@ -251,48 +352,28 @@ def compare_markdown(
 
     out += ["## Patterns the paper reports", ""]
     for pat in reference.get("patterns", []):
-        pid = pat["id"]
-        checks: list[tuple[str, bool]] = []
+        about = [dmap.get(p, p) for p in pat["datasets"]]
+        judged: list[tuple[str, bool]] = []
+        beyond: list[tuple[str, bool]] = []
         for d in datasets:
-            for h in headline:
-                if pid == "input_order_inflates":
-                    s = pat.get("scorer", "attribute_overlap")
-                    io_, ex = _value(metrics, d, s, "input_order", h), _value(metrics, d, s, "expected", h)
-                    if io_ is None or ex is None:
-                        continue
-                    checks.append((f"{d} / {s} {h}: input_order {io_:.4f} vs expected {ex:.4f}"
-                                   f" ({io_ / ex:.2f}x)" if ex > 0 else
-                                   f"{d} / {s} {h}: input_order {io_:.4f} vs expected 0",
-                                   io_ >= (1 + tol.inflation) * ex and io_ > ex))  # fmt: skip
-                elif pid == "expected_matches_hash_mean":
-                    for s in scorers:
-                        z = _value(metrics, d, s, "hash_mean", h, "z")
-                        hm = _value(metrics, d, s, "hash_mean", h)
-                        ex = _value(metrics, d, s, "expected", h)
-                        if z is None or ex is None:
-                            continue
-                        checks.append((f"{d} / {s} {h}: hash_mean {hm:.4f} vs expected "
-                                       f"{ex:.4f} (z = {z:+.2f})", abs(z) <= tol.max_abs_z))  # fmt: skip
-                elif pid in ("residualized_stable", "popularity_stable"):
-                    s = pat["scorer"]
-                    op, pe = _value(metrics, d, s, "optimistic", h), _value(metrics, d, s, "pessimistic", h)
-                    io_ = _value(metrics, d, s, "input_order", h)
-                    if op is None or pe is None:
-                        continue
-                    checks.append((f"{d} / {s} {h}: optimistic - pessimistic = {op - pe:.4f}"
-                                   + (f", input_order {io_:.4f}" if io_ is not None else ""),
-                                   op - pe <= tol.max_gap))  # fmt: skip
-        if not checks:
+            checks = _pattern_checks(pat, metrics, d, scorers, headline, tol)
+            (judged if d in about else beyond).extend(checks)
+        if not judged:
             verdict = "not tested in this run (dataset, scorer or rule missing)"
         else:
-            n_ok = sum(ok for _, ok in checks)
-            verdict = ("**holds**" if n_ok == len(checks) else
-                       f"**does not hold everywhere** ({n_ok} of {len(checks)})")  # fmt: skip
-        out.append(f"### {pat['text']}")
-        out.append("")
-        out.append(f"Verdict: {verdict}.")
-        out.append("")
-        out += [f"- {'yes' if ok else 'no'}: {text}" for text, ok in checks]
+            n_ok = sum(ok for _, ok in judged)
+            verdict = ("**holds**" if n_ok == len(judged) else
+                       f"**does not hold everywhere** ({n_ok} of {len(judged)})")  # fmt: skip
+        on = [f"`{ours}`" + ("" if ours == p else f" (standing in for the paper's `{p}`)")
+              + ("" if ours in datasets else " (not in this run)")
+              for p, ours in zip(pat["datasets"], about, strict=True)]  # fmt: skip
+        out += [f"### {pat['text']}", "", f"Judged on: {', '.join(on)}.", ""]
+        out += [f"Verdict: {verdict}.", ""]
+        out += [f"- {'yes' if ok else 'no'}: {text}" for text, ok in judged]
+        if beyond:
+            out += ([""] if judged else []) + [
+                "Beyond the paper (this run's other datasets; not counted in the verdict):", ""]
+            out += [f"- {'yes' if ok else 'no'}: {text}" for text, ok in beyond]
         out.append("")
     out += [
         "Criteria: input order inflates when it is at least "
@@ -316,7 +397,58 @@ def combined_checklist(paths: Sequence[str | Path]) -> str:
     return "\n".join(parts)
 
 
+def prune_folder(folder: str | Path, keep: Sequence[str | Path]) -> tuple[list[Path], list[Path]]:
+    """Remove every file under ``folder`` that is not in ``keep`` (and the folders that leaves
+    empty); return the kept files that exist and the removed ones, each sorted. ``keep`` paths
+    are taken as the same relative or absolute paths as ``folder``."""
+    root = Path(folder)
+    wanted = {Path(os.path.normpath(p)) for p in keep}
+    kept, removed = [], []
+    for path in sorted(p for p in root.rglob("*") if not p.is_dir()):
+        if Path(os.path.normpath(path)) in wanted:
+            kept.append(path)
+        else:
+            path.unlink()
+            removed.append(path)
+    for sub in sorted((p for p in root.rglob("*") if p.is_dir()), reverse=True):
+        if not any(sub.iterdir()):
+            sub.rmdir()
+    return kept, removed
+
+
+_VALUE_KEYS = ("dataset", "scorer", "metric", "rule", "value")
+
+
 def load_reference(path: str | Path) -> dict:
-    """The reference YAML (published numbers and patterns)."""
+    """The reference YAML (published numbers and patterns), checked: every entry of ``values``
+    names its ``dataset``, ``scorer``, ``metric``, ``rule`` and a numeric ``value``; every
+    pattern has a known ``id`` (:data:`PATTERNS`), a ``text`` and the paper's ``datasets`` it is
+    about (``residualized_stable`` and ``popularity_stable`` also a ``scorer``). A bad entry is a
+    ``ValueError`` naming the file and the entry (counted from 1)."""
     with open(path, encoding="utf-8") as fh:
-        return yaml.safe_load(fh) or {}
+        ref = yaml.safe_load(fh) or {}
+    if not isinstance(ref, dict):
+        raise ValueError(f"{path}: expected a mapping with 'values' and 'patterns'")
+    ref["values"] = ref.get("values") or []
+    ref["patterns"] = ref.get("patterns") or []
+    for n, v in enumerate(ref["values"], 1):
+        missing = [k for k in _VALUE_KEYS if not isinstance(v, dict) or k not in v]
+        if missing:
+            raise ValueError(f"{path}: values entry {n}: missing {', '.join(missing)}")
+        if isinstance(v["value"], bool) or not isinstance(v["value"], (int, float)):
+            raise ValueError(f"{path}: values entry {n}: value {v['value']!r} is not a number")
+    for n, pat in enumerate(ref["patterns"], 1):
+        where = f"{path}: patterns entry {n}"
+        pid = pat.get("id") if isinstance(pat, dict) else None
+        if pid not in PATTERNS:
+            raise ValueError(f"{where}: id {pid!r} is not one of {', '.join(PATTERNS)}")
+        where += f" ({pid})"
+        if not isinstance(pat.get("text"), str):
+            raise ValueError(f"{where}: no text")
+        names = pat.get("datasets")
+        if not (isinstance(names, list) and names and all(isinstance(d, str) for d in names)):
+            raise ValueError(f"{where}: 'datasets' must list the paper's dataset(s) the pattern "
+                             "is about, e.g. [amazon_beauty]")  # fmt: skip
+        if pid in PATTERNS[2:] and not isinstance(pat.get("scorer"), str):
+            raise ValueError(f"{where}: no scorer (the score that is nearly unchanged)")
+    return ref

@@ -243,10 +243,11 @@ def _fit_example(scorer):
         {"item_id": ["i1", "i2", "i2", "i9"], "attribute": ["red", "red", "blue", "blue"]}
     )
     scorer.fit(history, attrs)
-    # w_u1 = {red: 0.5 + 1, blue: 1}; i9 {blue} -> 1; i2 {red, blue} -> 2.5; u2 unknown -> 0
-    got = scorer.score(np.array(["u1", "u1", "u2", "u1"], dtype=object),
-                       np.array(["i9", "i2", "i2", "i7"], dtype=object))
-    np.testing.assert_allclose(got, [1.0, 2.5, 0.0, 0.0])
+    # w_u1 = {red: 0.5 + 1, blue: 1}; i9 {blue} -> 1; i2 {red, blue} -> 2.5; u2 unknown -> 0;
+    # plus 1e-6 x freshness: i2 was chosen last (1), i1 first (0), i9 and i7 never (0)
+    got = scorer.score(np.array(["u1", "u1", "u2", "u1", "u1"], dtype=object),
+                       np.array(["i9", "i2", "i2", "i7", "i1"], dtype=object))
+    np.testing.assert_allclose(got, [1.0, 2.5 + 1e-6, 1e-6, 0.0, 1.5], rtol=0, atol=1e-12)
 
 
 def test_example_scorer_by_file_path(monkeypatch):

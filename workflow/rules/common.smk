@@ -247,7 +247,12 @@ def full_rows(wildcards):
     return own if own is not None else config["evaluation"]["full_rows"]
 
 
+# The list of files in results/paper/, written last (rule paper_manifest).
+PAPER_MANIFEST = "results/paper/MANIFEST.txt"
+
+
 def paper_outputs():
+    """This run's tables and figures in results/paper/ (paper_manifest removes anything else)."""
     tables = [f"table_{d}" for d in DATASETS] + ["ties_invariance"]
     out = expand("results/paper/{table}.{ext}", table=tables, ext=("csv", "md", "tex"))
     out += ["results/paper/compare.md", "results/paper/checklist.md"]
@@ -262,7 +267,7 @@ def paper_outputs():
 
 
 def all_outputs():
-    return paper_outputs() + audit_files("checklist.md")
+    return paper_outputs() + [PAPER_MANIFEST] + audit_files("checklist.md")
 
 
 def reference_file():
