@@ -1,8 +1,8 @@
 """Step: sample evaluation rows and their negatives; write the scorer-independent candidates."""
 
 import numpy as np
-import pandas as pd
 
+from tieaudit._parquet import read_parquet
 from tieaudit.io import write_table
 from tieaudit.sampling import build_candidates, sample_rows
 from tieaudit.seeds import make_seed
@@ -12,8 +12,8 @@ log = start(snakemake)  # noqa: F821 - injected by Snakemake
 p = snakemake.params  # noqa: F821
 dataset = snakemake.wildcards.dataset  # noqa: F821
 # only the columns sampling uses (the history is the largest table of the step)
-history = pd.read_parquet(snakemake.input.history, columns=["user_id", "item_id"])  # noqa: F821
-heldout = pd.read_parquet(snakemake.input.heldout)  # noqa: F821
+history = read_parquet(snakemake.input.history, columns=["user_id", "item_id"])  # noqa: F821
+heldout = read_parquet(snakemake.input.heldout)  # noqa: F821
 rows = sample_rows(heldout, p.n_rows, make_seed(p.seed, "rows", dataset))
 # the sorted distinct item ids of both tables; each column is deduplicated first (hashing), as
 # union1d over the 5.5M history rows of Amazon Beauty sorts every row's string (~8 s)

@@ -2,8 +2,8 @@
 users and reduce each row to one line (held-out item, n_higher/n_tied/n_lower, before:RULE)."""
 
 import numpy as np
-import pandas as pd
 
+from tieaudit._parquet import read_parquet
 from tieaudit.fullcatalog import chunk_rows_for, full_catalog_candidates
 from tieaudit.io import write_table
 from tieaudit.scorers import get_scorer
@@ -14,17 +14,17 @@ p = snakemake.params  # noqa: F821
 inp = snakemake.input  # noqa: F821
 spec = p.spec
 scorer = get_scorer(spec["scorer"], **spec["options"])
-history = pd.read_parquet(inp.history)
-scorer.fit(history, pd.read_parquet(inp.attributes))
+history = read_parquet(inp.history)
+scorer.fit(history, read_parquet(inp.attributes))
 history = history[["user_id", "item_id"]]
-heldout_items = pd.read_parquet(inp.heldout, columns=["item_id"])["item_id"]
+heldout_items = read_parquet(inp.heldout, columns=["item_id"])["item_id"]
 # the catalogue of the sampled setting: the distinct items of history and held-out items
 catalog = np.union1d(
     np.asarray(history["item_id"].unique()).astype(str),
     np.asarray(heldout_items.unique()).astype(str),
 )
 # the rows are the sampled setting's evaluation rows (in its order), the first full_rows of them
-sampled = pd.read_parquet(inp.candidates, columns=["row", "user_id", "item_id", "label"])
+sampled = read_parquet(inp.candidates, columns=["row", "user_id", "item_id", "label"])
 rows = sampled[sampled["label"] == 1][["row", "user_id", "item_id"]].reset_index(drop=True)
 if p.n_rows is not None:
     rows = rows.iloc[: p.n_rows].reset_index(drop=True)

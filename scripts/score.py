@@ -1,7 +1,6 @@
 """Step: fit a scorer on the history and score every candidate."""
 
-import pandas as pd
-
+from tieaudit._parquet import read_parquet
 from tieaudit.io import write_table
 from tieaudit.scorers import get_scorer, score_candidates
 from tieaudit.workflow import start
@@ -12,10 +11,10 @@ scorer = get_scorer(spec["scorer"], **spec["options"])
 # The history and attribute frames live only during fit (a fitted scorer keeps what it needs), so
 # they are not held in memory while the candidates are scored (~0.9 GB on Amazon Beauty).
 scorer.fit(
-    pd.read_parquet(snakemake.input.history),  # noqa: F821
-    pd.read_parquet(snakemake.input.attributes),  # noqa: F821
+    read_parquet(snakemake.input.history),  # noqa: F821
+    read_parquet(snakemake.input.attributes),  # noqa: F821
 )
-candidates = pd.read_parquet(snakemake.input.candidates)  # noqa: F821
+candidates = read_parquet(snakemake.input.candidates)  # noqa: F821
 scored = score_candidates(candidates, scorer)
 log.info("scored %d candidates with %s", len(scored), spec["scorer"])
 write_table(scored[["row", "user_id", "item_id", "label", "score"]], snakemake.output[0])  # noqa: F821

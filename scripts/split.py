@@ -1,8 +1,6 @@
 """Step: leave-last-out split of the interim interactions into history and held-out items."""
 
-import pandas as pd
-import pyarrow.parquet as pq
-
+from tieaudit._parquet import parquet_file, read_parquet
 from tieaudit.io import write_table
 from tieaudit.split import leave_last_out
 from tieaudit.workflow import start
@@ -10,15 +8,15 @@ from tieaudit.workflow import start
 log = start(snakemake)  # noqa: F821 - injected by Snakemake
 path = snakemake.input.interactions  # noqa: F821
 if snakemake.params.attributed_only:  # noqa: F821
-    attributed = pd.read_parquet(snakemake.input.attributes, columns=["item_id"])  # noqa: F821
+    attributed = read_parquet(snakemake.input.attributes, columns=["item_id"])  # noqa: F821
     items = attributed["item_id"].dropna().unique().tolist()
-    n_all = pq.ParquetFile(path).metadata.num_rows
+    n_all = parquet_file(path).metadata.num_rows
     # Filtered while reading (file order kept), so the unfiltered table is never a pandas frame
     # beside its filtered copy: on ml-25m most of the 25M ratings are of genome movies.
-    inter = pd.read_parquet(path, filters=[("item_id", "in", items)])
+    inter = read_parquet(path, filters=[("item_id", "in", items)])
     log.info("kept %d of %d interactions with attributed items", len(inter), n_all)
 else:
-    inter = pd.read_parquet(path)
+    inter = read_parquet(path)
 split = leave_last_out(inter)
 del inter
 log.info("history %d interactions, held out %d users", len(split.history), len(split.heldout))

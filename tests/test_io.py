@@ -11,7 +11,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from tieaudit import _atomic
+from tieaudit import _atomic, _parquet
 from tieaudit import io as tio
 from tieaudit.io import (
     atomic_write_bytes,
@@ -184,7 +184,7 @@ def test_write_table_parquet_round_trips_and_leaves_no_temp(tmp_path):
 
 
 def test_write_table_parquet_failure_leaves_no_half_file(tmp_path, monkeypatch):
-    real = pq.write_table
+    real = _parquet.write_table
 
     def half(table, where, *a, **k):
         real(table, where, *a, **k)
@@ -194,12 +194,27 @@ def test_write_table_parquet_failure_leaves_no_half_file(tmp_path, monkeypatch):
 
     dest = tmp_path / "t.parquet"
     dest.write_bytes(b"old")
-    monkeypatch.setattr(pq, "write_table", half)
+    monkeypatch.setattr(_parquet, "write_table", half)
     with pytest.raises(OSError):
         write_table(FRAME, dest)
     monkeypatch.undo()
     assert dest.read_bytes() == b"old"
     assert _listing(tmp_path) == ["t.parquet"]
+
+
+def test_write_table_parquet_carries_checksums(tmp_path):
+    """A damaged page or footer of a written Parquet file is an error naming it when read."""
+    dest = write_table(FRAME, tmp_path / "t.parquet")
+    data = dest.read_bytes()
+    column = pq.read_metadata(dest).row_group(0).column(0)
+    end = (column.dictionary_page_offset or column.data_page_offset) + column.total_compressed_size
+    footer = len(data) - 8 - int.from_bytes(data[-8:-4], "little")
+    for position in (end - 2, footer + 40):  # a page of column "rule"; the footer
+        bad = bytearray(data)
+        bad[position] ^= 0x10
+        (tmp_path / "bad.parquet").write_bytes(bytes(bad))
+        with pytest.raises(_parquet.ParquetReadError, match=r"bad\.parquet: "):
+            _parquet.read_parquet(tmp_path / "bad.parquet")
 
 
 # --------------------------------------------------------------------------- frame_to_text

@@ -652,9 +652,9 @@ def read_candidates(path: str | os.PathLike[str]) -> CandidateTable:
     suffixes = "".join(p.suffixes[-2:]).lower()
     try:
         if suffixes.endswith((".parquet", ".pq")):
-            import pyarrow.parquet as pq
+            from ._parquet import read_table as read_parquet_table
 
-            table = pq.read_table(p)
+            table = read_parquet_table(p)  # footer digest and page checksums verified
             csv_lines = False
         elif suffixes.endswith((".csv", ".csv.gz")):
             if p.stat().st_size == 0:

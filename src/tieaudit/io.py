@@ -82,18 +82,20 @@ def frame_to_markdown(frame: pd.DataFrame, float_format: str = "{:.4f}") -> str:
 
 def write_table(frame: pd.DataFrame, path: str | os.PathLike[str], fmt: str | None = None) -> Path:
     """Write ``frame`` atomically; the format follows ``fmt`` or the extension (.csv, .json,
-    .parquet, .md)."""
+    .parquet, .md). Parquet carries page checksums and a footer digest, checked by
+    :func:`tieaudit._parquet.read_parquet` and the other readers there."""
     dest = Path(path)
     fmt = fmt or {".json": "json", ".parquet": "parquet", ".md": "markdown"}.get(
         dest.suffix.lower(), "csv"
     )
-    if fmt == "parquet":
+    if fmt == "parquet":  # with page checksums and a footer digest (tieaudit._parquet)
         import pyarrow as pa
-        import pyarrow.parquet as pq
+
+        from ._parquet import write_table as write_parquet
 
         table = pa.Table.from_pandas(frame, preserve_index=False)
         with atomic_path(dest) as tmp:
-            pq.write_table(table, tmp)
+            write_parquet(table, tmp)
         return dest
     if fmt == "markdown":
         return atomic_write_text(dest, frame_to_markdown(frame))

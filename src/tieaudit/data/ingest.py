@@ -3,7 +3,7 @@
 API
 ---
 ``ingest(source, paths, out_interactions, out_attributes, *, attributes=, threshold=, top_n=,
-k_core=, timestamp_unit=, max_bad_lines=0) -> IngestReport`` dispatches to :func:`ingest_amazon2023`,
+k_core=, timestamp_unit=, max_bad_lines=0, max_line_bytes=MAX_LINE_BYTES) -> IngestReport`` dispatches to :func:`ingest_amazon2023`,
 :func:`ingest_movielens`, :func:`ingest_genome2021` or :func:`ingest_generic`. ``paths`` keys:
 
 ==============  ===================================================================================
@@ -75,9 +75,15 @@ normalise to the same attribute are merged first, keeping their highest relevanc
 Robustness
 ----------
 Inputs are streamed: CSV (also straight from a zip member) through :func:`pyarrow.csv.open_csv` in
-4 MiB blocks (a longer line is an error), JSON lines one line at a time from 16 MiB chunks, Parquet
-in batches; outputs go through :class:`pyarrow.parquet.ParquetWriter` (zstd) in row groups of
+4 MiB blocks (a file with a longer line is parsed a second time, in blocks that fit it), JSON lines
+one line at a time from 16 MiB chunks, Parquet in batches; outputs go through
+:class:`tieaudit._parquet.ParquetWriter` (zstd, page checksums and a footer digest) in row groups of
 ``ROW_GROUP_ROWS`` rows whatever the batch sizes, so equal input gives byte-identical output.
+No line (CSV header or record, JSON line; bytes before the line break) may be longer than
+``max_line_bytes`` (default :data:`MAX_LINE_BYTES`, 64 MiB): a longer one raises
+:class:`IngestError` naming the file and line as soon as that many bytes of it are read, so a file
+without line breaks (a binary file, a member decompressing to gigabytes) costs neither memory nor
+quadratic time.
 Memory does not grow with the input: attribute pairs are sorted in runs of ``_RUN_ROWS`` that are
 spilled to a scratch folder beside the outputs and merged; genome tags keep only each movie's
 current candidates. The exception is Amazon raw reviews, which are held in memory (de-duplication
@@ -87,23 +93,38 @@ lines with no value at all) are skipped.
 A malformed record (bad JSON, missing or empty required field, wrong type, wrong column count, an id
 not found in its vocabulary) raises :class:`IngestError` naming the file and line, unless
 ``max_bad_lines`` allows it: up to that many bad records (in total over all files of one call) are
-skipped, logged and counted in :attr:`IngestReport.bad_lines`. An empty file is an error. Both outputs
-are written to temporary files beside their final paths and moved into place with :func:`os.replace`
-only when both are complete; on any error neither final path exists afterwards.
+skipped, logged and counted in :attr:`IngestReport.bad_lines`. An empty file is an error. A file that
+cannot be read (a damaged or truncated gzip stream, a zip member failing its CRC, a Parquet page
+failing its checksum) raises :class:`IngestError` naming the file and the line (row) reached; a zip
+archive holding a member to be read twice under one name is refused. Both outputs are written to
+temporary files beside their final paths and moved into place with :func:`os.replace` only when
+both are complete; on any error neither final path exists afterwards. The temporary files are
+removed on any exception, ``KeyboardInterrupt`` included, and on SIGTERM (while :func:`ingest` runs
+in the main thread with the default SIGTERM handler, it removes them and then ends the process by
+SIGTERM as before). After SIGKILL nothing can clean up: the next ingest into the same paths removes
+what the killed one left (``.<output name>.*.tmp``), but never what an ingest still running holds
+(an advisory lock on each).
 """
 
 from __future__ import annotations
 
 import contextlib
 import csv
+import glob
+import io
 import json
 import logging
 import math
 import os
+import re
 import shutil
+import signal
 import tempfile
+import threading
 import unicodedata
 import zipfile
+import zlib
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -114,16 +135,22 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
-import pyarrow.parquet as pq
 
 from tieaudit._arrays import sorted_unique
 from tieaudit._atomic import file_mode
 from tieaudit._numbers import number_text
+from tieaudit._parquet import ParquetWriter, parquet_file
+
+try:
+    import fcntl
+except ImportError:  # not POSIX: no advisory locks, a stale temporary file is always removed
+    fcntl = None  # type: ignore[assignment]
 
 __all__ = [
     "ATTRIBUTE_FORMS",
     "ATTRIBUTES_SCHEMA",
     "INTERACTIONS_SCHEMA",
+    "MAX_LINE_BYTES",
     "SOURCES",
     "IngestError",
     "IngestReport",
@@ -158,6 +185,8 @@ ATTRIBUTES_SCHEMA = pa.schema(
 )
 
 ROW_GROUP_ROWS = 1 << 20
+#: The default ``max_line_bytes``: the longest line (CSV header or record, JSON line) accepted.
+MAX_LINE_BYTES = 64 << 20
 _CSV_BLOCK_BYTES = 1 << 22  # larger blocks are not faster but hold more memory
 _JSON_CHUNK_BYTES = 1 << 24
 _JSON_BATCH_RECORDS = 1 << 17
@@ -314,65 +343,148 @@ class _BadLines:
             log.warning("skipping bad record: %s", message)
 
 
+def _line_limit(value: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"max_line_bytes must be an integer >= 1, got {value!r}")
+    return value
+
+
 # --------------------------------------------------------------------------------------------------
 # inputs
 
 
 @dataclass(frozen=True)
 class _Source:
-    """A plain (optionally compressed) file, or a member of a zip archive."""
+    """A plain (optionally compressed) file, or a member of a zip archive; read through
+    :class:`_LineStream`, so no line may be longer than ``max_line_bytes``."""
 
     path: Path
     member: str | None = None
+    max_line_bytes: int = MAX_LINE_BYTES
 
     @property
     def label(self) -> str:
         return str(self.path) if self.member is None else f"{self.path}[{self.member}]"
 
-    def open(self) -> BinaryIO:
+    def open(self) -> _LineStream:
         try:
             if self.member is None:
-                return pa.input_stream(str(self.path), compression="detect")
-            with zipfile.ZipFile(self.path) as zf:
-                return zf.open(self.member)  # type: ignore[return-value]
-        except (OSError, zipfile.BadZipFile, pa.ArrowException) as exc:
+                raw = pa.input_stream(str(self.path), compression="detect")
+            else:
+                with zipfile.ZipFile(self.path) as zf:
+                    raw = zf.open(self.member)
+        except _READ_ERRORS as exc:
             raise IngestError(f"{self.label}: cannot open: {exc}", file=self.label) from exc
+        return _LineStream(raw, self.label, self.max_line_bytes)
 
 
-def _zip_sources(path: Path, members: Sequence[str]) -> list[_Source]:
-    """Resolve ``members`` (``top/dir/file``) in the zip, accepting another top-level folder name."""
+# What a damaged or truncated file raises while it is read: zlib and pyarrow's decompressors
+# (OSError, e.g. "Truncated compressed stream"), zipfile (BadZipFile "Bad CRC-32", EOFError).
+_READ_ERRORS = (OSError, EOFError, zlib.error, zipfile.BadZipFile, pa.ArrowException)
+
+
+class _LineStream(io.RawIOBase):
+    """The bytes of a source as they are read, with two checks on the way: a line longer than
+    ``limit`` bytes (not counting its line break) and any read error (a corrupt or truncated
+    file) raise :class:`IngestError` naming the file and the line reached. Lines are counted in
+    the bytes read so far (line 1 is the first), at a cost linear in the file."""
+
+    def __init__(self, raw: BinaryIO, label: str, limit: int) -> None:
+        super().__init__()
+        self.raw, self.label, self.limit = raw, label, limit
+        self.newlines = 0  # line breaks read so far: the current line is newlines + 1
+        self.run = 0  # bytes of the current line read so far
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int | None = -1) -> bytes:
+        """Up to ``size`` bytes (all the rest if negative), fewer only at the end of the file."""
+        try:
+            data = self.raw.read(size)
+            while size is not None and 0 < len(data) < size and (more := self.raw.read(size - len(data))):
+                data += more  # fill the request: pyarrow takes a short read for a short block
+        except _READ_ERRORS as exc:
+            line = self.newlines + 1
+            raise IngestError(f"{self.label}, line {line}: cannot read, the file is damaged or "
+                              f"truncated: {exc}", file=self.label, line=line) from exc
+        self._count(data)
+        return data
+
+    def _count(self, data: bytes) -> None:
+        n = data.count(b"\n")
+        if n:
+            if self.run + data.find(b"\n") > self.limit:
+                self._too_long(self.newlines + 1)
+            if n > 1 and len(data) > self.limit + 1:
+                # a line between two breaks of this piece may be longer than the limit too
+                gaps = np.diff(np.flatnonzero(np.frombuffer(data, np.uint8) == ord("\n"))) - 1
+                over = np.flatnonzero(gaps > self.limit)
+                if len(over):
+                    self._too_long(self.newlines + 2 + int(over[0]))
+            self.run = len(data) - data.rfind(b"\n") - 1
+            self.newlines += n
+        else:
+            self.run += len(data)
+        if self.run > self.limit:
+            self._too_long(self.newlines + 1)
+
+    def _too_long(self, line: int) -> None:
+        raise IngestError(f"{self.label}, line {line}: line longer than max_line_bytes "
+                          f"({self.limit} bytes)", file=self.label, line=line)
+
+    def close(self) -> None:
+        if not self.closed:
+            self.raw.close()
+        super().close()
+
+
+def _zip_sources(path: Path, members: Sequence[str], max_line_bytes: int) -> list[_Source]:
+    """Resolve ``members`` (``top/dir/file``) in the zip, accepting another top-level folder name.
+    A member stored twice under the same name is an error (which copy is meant is unknowable)."""
     try:
         with zipfile.ZipFile(path) as zf:
-            names = set(zf.namelist())
-    except (OSError, zipfile.BadZipFile) as exc:
+            counts = Counter(zf.namelist())
+    except _READ_ERRORS as exc:
         raise IngestError(f"{path}: not a readable zip archive: {exc}", file=str(path)) from exc
     out = []
     for member in members:
-        if member not in names:
+        if member not in counts:
             tail = "/" + member.split("/", 1)[1]
-            found = sorted(n for n in names if n.endswith(tail))
+            found = sorted(n for n in counts if n.endswith(tail))
             if len(found) != 1:
                 raise IngestError(f"{path}: no member {member!r} in the archive", file=str(path))
             member = found[0]
-        out.append(_Source(path, member))
+        if counts[member] > 1:
+            raise IngestError(f"{path}: member {member!r} appears {counts[member]} times in the "
+                              "archive; refusing to guess which copy to read", file=str(path))
+        out.append(_Source(path, member, max_line_bytes))
     return out
 
 
-def _read_header(src: _Source) -> list[str]:
-    """The CSV header's column names (BOM and CR stripped); an empty file is an error."""
+def _read_header(src: _Source) -> tuple[list[str], int]:
+    """The CSV header's column names (BOM and CR stripped) and its length in bytes; an empty file
+    is an error."""
     with src.open() as f:
-        head = b""
-        while b"\n" not in head and (block := f.read(1 << 16)):
-            head += block
-    text = head.split(b"\n", 1)[0].rstrip(b"\r")
-    if head.startswith(b"\xef\xbb\xbf"):
+        pieces = []
+        while block := f.read(1 << 16):
+            cut = block.find(b"\n")
+            pieces.append(block if cut < 0 else block[:cut])
+            if cut >= 0:
+                break
+    head = b"".join(pieces)
+    text = head.rstrip(b"\r")
+    if text.startswith(b"\xef\xbb\xbf"):
         text = text[3:]
     if not text.strip():
         raise IngestError(f"{src.label}: empty file (no header line)", file=src.label, line=1)
     try:
-        return next(csv.reader([text.decode("utf-8")]))
+        return next(csv.reader([text.decode("utf-8")])), len(head)
     except UnicodeDecodeError as exc:
         raise IngestError(f"{src.label}, line 1: header is not UTF-8", file=src.label, line=1) from exc
+    except csv.Error as exc:
+        raise IngestError(f"{src.label}, line 1: cannot parse the header: {exc}", file=src.label,
+                          line=1) from exc
 
 
 # --------------------------------------------------------------------------------------------------
@@ -424,6 +536,14 @@ class _Batch:
         return self.take(~bad_mask)
 
 
+class _BlockTooSmall(Exception):
+    """Arrow met a line that does not fit in its parse block."""
+
+    def __init__(self, line: int, block: int) -> None:
+        super().__init__(f"a line does not fit in the CSV parse block ({block} bytes)")
+        self.line = line
+
+
 class _CsvReader:
     """Stream a CSV with a header; every wanted column is read as text, then validated and converted.
 
@@ -440,23 +560,42 @@ class _CsvReader:
         optional: Iterable[str] = (),
     ) -> None:
         self.src, self.bad = src, bad
-        header = _read_header(src)
+        header, self._header_bytes = _read_header(src)
         optional = set(optional)
         missing = [c for c in kinds if c not in header and c not in optional]
         if missing:
+            found = repr(header) if len(repr(header)) <= 300 else repr(header)[:300] + "..."
             raise IngestError(
-                f"{src.label}, line 1: header lacks column(s) {missing}; found {header}",
+                f"{src.label}, line 1: header lacks column(s) {missing}; found {found}",
                 file=src.label,
                 line=1,
             )
         self.kinds = {c: k for c, k in kinds.items() if c in header}
         self.columns = tuple(self.kinds)
+        self._done = 0  # the last line handled: its record yielded or its problem reported
 
     unit = None  # timestamps carry no unit of their own in CSV
     first_line = 2  # the line of the first record
 
     def __iter__(self) -> Iterator[_Batch]:
-        label, bad = self.src.label, self.bad
+        # Arrow parses in blocks and needs every line (with its break) to fit in one block. Blocks
+        # are _CSV_BLOCK_BYTES; a file with a longer line (at most max_line_bytes; _LineStream
+        # refuses longer ones) is parsed again with blocks that fit it, skipping the lines the
+        # first pass handled.
+        fits = max(self.src.max_line_bytes + 1, _CSV_BLOCK_BYTES)
+        block = _CSV_BLOCK_BYTES if self._header_bytes < _CSV_BLOCK_BYTES else fits
+        self._done = 0
+        for size in sorted({block, fits}):
+            try:
+                yield from self._parse(size)
+                return
+            except _BlockTooSmall as exc:
+                error = exc
+        raise IngestError(f"{self.src.label}, line {error.line}: cannot parse CSV: {error}",
+                          file=self.src.label, line=error.line) from error
+
+    def _parse(self, block: int) -> Iterator[_Batch]:
+        label, bad, done = self.src.label, self.bad, self._done
         invalid: list[tuple[int, str]] = []  # (line, reason) of rows the parser skipped, in order
 
         def on_invalid(row: Any) -> str:
@@ -467,7 +606,7 @@ class _CsvReader:
             return "skip"
 
         options = dict(
-            read_options=pacsv.ReadOptions(use_threads=False, block_size=_CSV_BLOCK_BYTES),
+            read_options=pacsv.ReadOptions(use_threads=False, block_size=block),
             parse_options=pacsv.ParseOptions(invalid_row_handler=on_invalid, ignore_empty_lines=False),
             convert_options=pacsv.ConvertOptions(
                 column_types={c: pa.string() for c in self.columns},
@@ -493,20 +632,28 @@ class _CsvReader:
                         n_now = int(np.searchsorted(skipped, lines[-1]))
                         batch, problems = self._convert(rb, lines)
                         for line, reason in sorted(invalid[n_reported:n_now] + problems):
-                            bad(label, line, reason)
+                            if line > done:  # not reported by an earlier pass
+                                bad(label, line, reason)
                         n_records += len(batch) + len(problems) + n_now - n_reported
                         n_reported = n_now
+                        self._done = max(done, int(lines[-1]))
+                        if len(batch) and batch.lines[0] <= done:
+                            batch = batch.take(batch.lines > done)
                         if len(batch):
                             yield batch
             except pa.ArrowInvalid as exc:
                 if "straddl" in str(exc):
-                    raise IngestError(f"{label}: a line is longer than the CSV block size "
-                                      f"({_CSV_BLOCK_BYTES} bytes)", file=label) from exc
-                raise IngestError(f"{label}: cannot parse CSV: {exc}", file=label) from exc
-            except (OSError, EOFError, zipfile.BadZipFile) as exc:
-                raise IngestError(f"{label}: cannot read: {exc}", file=label) from exc
+                    raise _BlockTooSmall(f.newlines + 1, block) from exc
+                # e.g. invalid UTF-8; Arrow's "Row #n" counts lines as we do (header = 1)
+                row = re.search(r"Row #(\d+)", str(exc))
+                at = int(row.group(1)) if row else None
+                raise IngestError(f"{label}{'' if at is None else f', line {at}'}: cannot parse "
+                                  f"CSV: {exc}", file=label, line=at) from exc
+            except _READ_ERRORS as exc:  # raised by Arrow itself, not by reading the file
+                raise IngestError(f"{label}: cannot read CSV: {exc}", file=label) from exc
         for line, reason in invalid[n_reported:]:
-            bad(label, line, reason)
+            if line > done:
+                bad(label, line, reason)
         n_records += len(invalid) - n_reported
         if n_records == 0:
             raise IngestError(f"{label}: empty file (a header but no records)", file=label)
@@ -564,7 +711,8 @@ def _describe_bad(value: str, kind: str) -> str:
 
 def _json_lines(src: _Source, bad: _BadLines) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield ``(line_number, object)`` for every non-blank line; bad JSON or a non-object is a bad
-    record. Reads fixed-size chunks, so memory does not grow with the file."""
+    record. Reads fixed-size chunks, so memory does not grow with the file (a line is at most
+    ``max_line_bytes``)."""
     label = src.label
     n_records = 0
 
@@ -587,27 +735,26 @@ def _json_lines(src: _Source, bad: _BadLines) -> Iterator[tuple[int, dict[str, A
         return obj
 
     line = 0
-    rest = b""
+    pending: list[bytes] = []  # the pieces of the current line read so far (_LineStream bounds it)
     with src.open() as f:
         first = True
-        while True:
-            try:
-                chunk = f.read(_JSON_CHUNK_BYTES)
-            except (OSError, EOFError, zipfile.BadZipFile, pa.ArrowException) as exc:
-                raise IngestError(f"{label}: cannot read: {exc}", file=label) from exc
-            if not chunk:
-                break
+        while chunk := f.read(_JSON_CHUNK_BYTES):
             if first:
                 if chunk.startswith(b"\xef\xbb\xbf"):
                     chunk = chunk[3:]
                 first = False
-            parts = (rest + chunk).split(b"\n")
-            rest = parts.pop()
+            parts = chunk.split(b"\n")
+            if len(parts) == 1:  # no line ends here: keep the piece (joined once, not re-copied)
+                pending.append(chunk)
+                continue
+            parts[0] = b"".join([*pending, parts[0]])
+            pending = [parts.pop()]
             for raw in parts:
                 line += 1
                 obj = parse(raw, line)
                 if obj is not None:
                     yield line, obj
+    rest = b"".join(pending)
     if rest:
         line += 1
         obj = parse(rest, line)
@@ -682,7 +829,7 @@ class _ParquetSink:
         self.rows = 0
         self._pending: list[pa.Table] = []
         self._n_pending = 0
-        self._writer = pq.ParquetWriter(str(path), schema, compression="zstd")
+        self._writer = ParquetWriter(path, schema, compression="zstd")
 
     def write(self, columns: Mapping[str, Any]) -> None:
         table = pa.Table.from_pydict(dict(columns), schema=self.schema)
@@ -711,12 +858,59 @@ class _ParquetSink:
             self._writer.close()
 
 
+class _Terminated(BaseException):
+    """SIGTERM arrived during an ingest (see :meth:`_Outputs.__enter__`)."""
+
+
+def _raise_terminated(signum: int, frame: Any) -> None:
+    raise _Terminated()
+
+
+def _lock(path: Path) -> int:
+    """A descriptor of ``path`` (a file or folder) holding an exclusive advisory lock, released when
+    it is closed; :class:`BlockingIOError` if another process holds the lock. Where the file system
+    has no locks, the descriptor alone."""
+    fd = os.open(path, os.O_RDONLY)
+    if fcntl is not None:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise
+        except OSError:
+            pass  # no locks here (some network file systems)
+    return fd
+
+
+def _remove_stale_temporaries(final: Path) -> None:
+    """Remove the ``.<final name>.*.tmp`` files and folders a killed ingest left beside ``final``;
+    one whose lock is held (an ingest into the same path is running) stays."""
+    if not final.parent.is_dir():
+        return
+    for tmp in final.parent.glob(f".{glob.escape(final.name)}.*.tmp"):
+        try:
+            os.close(_lock(tmp))
+        except BlockingIOError:
+            continue  # in use
+        except OSError:
+            pass  # gone meanwhile, or unreadable: try to remove it all the same
+        with contextlib.suppress(OSError):
+            if tmp.is_dir() and not tmp.is_symlink():
+                shutil.rmtree(tmp)
+            else:
+                tmp.unlink(missing_ok=True)
+            log.info("removed %s, left by an interrupted ingest", tmp)
+
+
 class _Outputs:
     """Both outputs of one ingest, committed together with :func:`os.replace` or not at all.
 
     Used as ``with _Outputs(...) as out:`` around the whole ingest, validation included: on any
-    error the temporary files and both final paths are removed. Only an output path that is also
-    an input is refused before anything is touched.
+    error (``KeyboardInterrupt`` and SIGTERM included) the temporary files and both final paths
+    are removed. Only an output path that is also an input is refused before anything is touched.
+    Temporary files and the scratch folder are ``.<final name>.<random>.tmp`` beside the outputs,
+    each held with an advisory lock while in use; those a killed ingest left behind (no lock) are
+    removed when the next ingest into the same paths starts.
     """
 
     def __init__(self, source: str, paths: Mapping[str, Any], interactions: Any,
@@ -731,8 +925,12 @@ class _Outputs:
                 raise ValueError(f"output {final} is also an input")
         self._sinks: list[_ParquetSink] = []
         self._scratch: Path | None = None
+        self._locks: list[int] = []
+        self._sigterm: Any = None  # the SIGTERM handler to restore, when we replaced it
         #: The item attributes go here; they are sorted and written on a successful exit.
         self.pairs = _PairSorter(self.scratch)
+        for final in self.finals:
+            _remove_stale_temporaries(final)
 
     def scratch(self) -> Path:
         """A temporary folder beside the outputs, removed on exit."""
@@ -741,9 +939,18 @@ class _Outputs:
             final.parent.mkdir(parents=True, exist_ok=True)
             self._scratch = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".tmp",
                                                   dir=final.parent))
+            self._lock(self._scratch)
         return self._scratch
 
+    def _lock(self, path: Path) -> None:
+        self._locks.append(_lock(path))
+
     def __enter__(self) -> _Outputs:
+        # SIGTERM (what a scheduler or Snakemake sends to stop a job) normally ends Python without
+        # unwinding; raise instead, so the exit below removes the temporary files first.
+        if (threading.current_thread() is threading.main_thread()
+                and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL):
+            self._sigterm = signal.signal(signal.SIGTERM, _raise_terminated)
         return self
 
     def start(self, schema: pa.Schema, timestamp: str) -> None:
@@ -753,6 +960,7 @@ class _Outputs:
             final.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(prefix=f".{final.name}.", suffix=".tmp", dir=final.parent)
             os.close(fd)
+            self._lock(Path(tmp))
             self._sinks.append(_ParquetSink(Path(tmp), sch.with_metadata(meta)))
 
     @property
@@ -764,6 +972,19 @@ class _Outputs:
         return self._sinks[1]
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        try:
+            self._commit_or_clean(exc_type)
+        except _Terminated:
+            self._cleanup()
+            exc_type = _Terminated
+        finally:
+            self._unlock()
+            if self._sigterm is not None:
+                signal.signal(signal.SIGTERM, self._sigterm)
+        if exc_type is _Terminated:  # end as SIGTERM would have, now that nothing is left behind
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    def _commit_or_clean(self, exc_type: Any) -> None:
         if exc_type is None:
             try:
                 self.pairs.write(self.attributes)
@@ -783,6 +1004,11 @@ class _Outputs:
                 self._cleanup()
                 raise
         self._cleanup()
+
+    def _unlock(self) -> None:
+        for fd in self._locks:
+            os.close(fd)  # closing releases the lock
+        self._locks = []
 
     def _remove_scratch(self) -> None:
         if self._scratch is not None:
@@ -959,6 +1185,7 @@ def ingest_amazon2023(
     attributes: Sequence[str] | None = None,
     k_core: int = 5,
     max_bad_lines: int = 0,
+    max_line_bytes: int = MAX_LINE_BYTES,
 ) -> IngestReport:
     """Amazon Reviews 2023 (one category, e.g. Beauty_and_Personal_Care).
 
@@ -980,14 +1207,17 @@ def ingest_amazon2023(
         required = ("meta", *_AMAZON_SPLITS) if "reviews" not in paths else ("meta", "reviews")
         files = _require_paths("amazon2023", paths, required)
         bad = _BadLines(max_bad_lines)
+        limit = _line_limit(max_line_bytes)
         out.start(INTERACTIONS_SCHEMA if "reviews" in files else _AMAZON_SPLIT_SCHEMA,
                   "unix-seconds")
         if "reviews" in files:
-            dropped = _amazon_reviews(_Source(files["reviews"]), out.interactions, k_core, bad)
+            reviews = _Source(files["reviews"], max_line_bytes=limit)
+            dropped = _amazon_reviews(reviews, out.interactions, k_core, bad)
         else:
             for split in _AMAZON_SPLITS:
-                _amazon_split(_Source(files[split]), split, out.interactions, bad)
-        _amazon_meta(_Source(files["meta"]), specs, out.pairs, bad)
+                _amazon_split(_Source(files[split], max_line_bytes=limit), split, out.interactions,
+                              bad)
+        _amazon_meta(_Source(files["meta"], max_line_bytes=limit), specs, out.pairs, bad)
     return out.report(bad, dropped)
 
 
@@ -1214,15 +1444,18 @@ def ingest_movielens(
     threshold: float | None = None,
     top_n: int | None = None,
     max_bad_lines: int = 0,
+    max_line_bytes: int = MAX_LINE_BYTES,
 ) -> IngestReport:
     """MovieLens 25M: ``paths={"zip": "ml-25m.zip"}``; reads ``ml-25m/ratings.csv`` (seconds),
     ``ml-25m/genome-tags.csv`` and ``ml-25m/genome-scores.csv`` straight from the archive."""
     with _Outputs("movielens", paths, out_interactions, out_attributes) as out:
         _TagSelector.check(threshold, top_n)
         bad = _BadLines(max_bad_lines)
+        limit = _line_limit(max_line_bytes)
         files = _require_paths("movielens", paths, ["zip"])
         ratings, tags, scores = _zip_sources(
-            files["zip"], ["ml-25m/ratings.csv", "ml-25m/genome-tags.csv", "ml-25m/genome-scores.csv"]
+            files["zip"], ["ml-25m/ratings.csv", "ml-25m/genome-tags.csv", "ml-25m/genome-scores.csv"],
+            limit,
         )
         out.start(INTERACTIONS_SCHEMA, "unix-seconds")
         tag_rows = (
@@ -1252,6 +1485,7 @@ def ingest_genome2021(
     threshold: float | None = None,
     top_n: int | None = None,
     max_bad_lines: int = 0,
+    max_line_bytes: int = MAX_LINE_BYTES,
 ) -> IngestReport:
     """Tag Genome 2021: ``paths={"zip": "genome_2021.zip"}``; reads
     ``movie_dataset_public_final/raw/ratings.json`` (no time: file-order timestamps),
@@ -1259,10 +1493,12 @@ def ingest_genome2021(
     with _Outputs("genome2021", paths, out_interactions, out_attributes) as out:
         _TagSelector.check(threshold, top_n)
         bad = _BadLines(max_bad_lines)
+        limit = _line_limit(max_line_bytes)
         files = _require_paths("genome2021", paths, ["zip"])
         top = "movie_dataset_public_final/"
         ratings, tags, scores = _zip_sources(
-            files["zip"], [top + "raw/ratings.json", top + "raw/tags.json", top + "scores/glmer.csv"]
+            files["zip"], [top + "raw/ratings.json", top + "raw/tags.json", top + "scores/glmer.csv"],
+            limit,
         )
         out.start(INTERACTIONS_SCHEMA, "file-order")
         vocab = _tag_vocabulary(_genome2021_tags(tags, bad), tags.label, bad)
@@ -1312,6 +1548,7 @@ def ingest_generic(
     *,
     timestamp_unit: str = "s",
     max_bad_lines: int = 0,
+    max_line_bytes: int = MAX_LINE_BYTES,
 ) -> IngestReport:
     """Bring your own data: ``paths={"interactions": ..., "item_attributes": ...}``, each CSV
     (optionally compressed, e.g. ``.csv.gz``) or Parquet (recognised by its magic bytes).
@@ -1326,8 +1563,10 @@ def ingest_generic(
             raise ValueError(f"timestamp_unit must be 's' or 'ms', got {timestamp_unit!r}")
         files = _require_paths("generic", paths, ["interactions", "item_attributes"])
         bad = _BadLines(max_bad_lines)
+        limit = _line_limit(max_line_bytes)
         kinds = {"user_id": "str", "item_id": "str", "rating": "float?", "timestamp": "int"}
-        reader = _table_reader(_Source(files["interactions"]), kinds, bad, ("rating", "timestamp"))
+        reader = _table_reader(_Source(files["interactions"], max_line_bytes=limit), kinds, bad,
+                               ("rating", "timestamp"))
         has_time = "timestamp" in reader.columns
         unit = reader.unit or timestamp_unit
         out.start(INTERACTIONS_SCHEMA, "unix-seconds" if has_time else "file-order")
@@ -1342,7 +1581,7 @@ def ingest_generic(
                 "rating": c["rating"] if "rating" in c else np.full(len(batch), np.nan),
                 "timestamp": c["timestamp"] if has_time else batch.lines - reader.first_line,
             })
-        _generic_attributes(_Source(files["item_attributes"]), out.pairs, bad)
+        _generic_attributes(_Source(files["item_attributes"], max_line_bytes=limit), out.pairs, bad)
     return out.report(bad)
 
 
@@ -1374,8 +1613,8 @@ class _ParquetReader:
                  optional: Iterable[str] = ()) -> None:
         self.src, self.bad = src, bad
         try:
-            self.file = pq.ParquetFile(str(src.path))
-        except (OSError, pa.ArrowException) as exc:
+            self.file = parquet_file(src.path)
+        except OSError as exc:
             raise IngestError(f"{src.label}: cannot read Parquet: {exc}", file=src.label) from exc
         schema = self.file.schema_arrow
         optional = set(optional)
@@ -1400,11 +1639,26 @@ class _ParquetReader:
             if pa.types.is_timestamp(typ):
                 self.unit = typ.unit
 
+    def _batches(self) -> Iterator[pa.RecordBatch]:
+        """The record batches, a damaged page (checksum, decoding) an error naming file and row."""
+        batches = self.file.iter_batches(batch_size=1 << 18, columns=list(self.columns))
+        row = 1
+        while True:
+            try:
+                rb = next(batches)
+            except StopIteration:
+                return
+            except (OSError, ValueError, pa.ArrowException) as exc:
+                raise IngestError(f"{self.src.label}: cannot read Parquet at or after row {row}: "
+                                  f"{exc}", file=self.src.label, line=row) from exc
+            row += rb.num_rows
+            yield rb
+
     def __iter__(self) -> Iterator[_Batch]:
         if self.file.metadata.num_rows == 0:
             raise IngestError(f"{self.src.label}: empty file (no rows)", file=self.src.label)
         start = 0
-        for rb in self.file.iter_batches(batch_size=1 << 18, columns=list(self.columns)):
+        for rb in self._batches():
             n = rb.num_rows
             lines = np.arange(start + 1, start + n + 1, dtype=np.int64)
             start += n
@@ -1453,12 +1707,14 @@ def ingest(
     k_core: int | None = None,
     timestamp_unit: str | None = None,
     max_bad_lines: int = 0,
+    max_line_bytes: int = MAX_LINE_BYTES,
 ) -> IngestReport:
     """Parse ``source`` (one of :data:`SOURCES`) from ``paths`` into the two interim Parquet files.
 
     Options apply to one source each and are an error elsewhere: ``attributes`` and ``k_core``
     (``amazon2023``), ``threshold`` / ``top_n`` (``movielens``, ``genome2021``), ``timestamp_unit``
-    (``generic``). ``max_bad_lines`` (all sources) is how many malformed records may be skipped.
+    (``generic``). ``max_bad_lines`` (all sources) is how many malformed records may be skipped;
+    ``max_line_bytes`` (all sources) is the longest line accepted.
     See the module docstring for the schema, the ``paths`` keys and the rules.
     """
     given = {k: v for k, v in dict(attributes=attributes, threshold=threshold, top_n=top_n,
@@ -1477,4 +1733,5 @@ def ingest(
         raise ValueError(f"option(s) {extra} do not apply to source {source!r}")
     func = {"amazon2023": ingest_amazon2023, "movielens": ingest_movielens,
             "genome2021": ingest_genome2021, "generic": ingest_generic}[source]
-    return func(paths, out_interactions, out_attributes, max_bad_lines=max_bad_lines, **given)
+    return func(paths, out_interactions, out_attributes, max_bad_lines=max_bad_lines,
+                max_line_bytes=max_line_bytes, **given)
