@@ -37,15 +37,15 @@ def progress(done, total):
         log.info("scored %d of %d rows", done, total)
 
 
-# a batch-dependent scorer (residualized_attribute) is fitted once on the sampled candidates, so
-# its score function is the sampled run's (see tieaudit.fullcatalog)
+# a scorer with calibrate (residualized_attribute) is calibrated on the sampled candidates, as in
+# the sampled score step, so both settings score with one function (see tieaudit.fullcatalog)
 reduced = full_catalog_candidates(
     rows,
     history,
     catalog,
     scorer,
     chunk_rows=chunk,
-    residual_fit=sampled[["user_id", "item_id"]],
+    calibration=sampled[["user_id", "item_id"]],
     seed=p.seed,
     seeds=p.seeds,
     positive_position=p.positive_position,

@@ -15,6 +15,7 @@ scorer.fit(
     read_parquet(snakemake.input.attributes),  # noqa: F821
 )
 candidates = read_parquet(snakemake.input.candidates)  # noqa: F821
+# a scorer with calibrate (residualized_attribute) is calibrated on these candidates first
 scored = score_candidates(candidates, scorer)
 log.info("scored %d candidates with %s", len(scored), spec["scorer"])
 write_table(scored[["row", "user_id", "item_id", "label", "score"]], snakemake.output[0])  # noqa: F821

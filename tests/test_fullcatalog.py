@@ -11,9 +11,9 @@ from tieaudit import evaluate, hash_key, read_candidates
 from tieaudit.audit import audit
 from tieaudit.fullcatalog import (
     FULL_COLUMNS,
+    calibration_sample,
     chunk_rows_for,
     full_catalog_candidates,
-    pair_scorer,
     summary_columns,
 )
 from tieaudit.io import write_table
@@ -105,11 +105,12 @@ def data():
 def test_summary_gives_the_full_tables_metrics(data, name, options) -> None:
     history, rows, catalog, attrs = data
     scorer = get_scorer(name, **options).fit(history, attrs)
-    reduced = full_catalog_candidates(rows, history, catalog, scorer, chunk_rows=7, seeds=SEEDS)
+    reduced = full_catalog_candidates(rows, history, catalog, scorer, chunk_rows=7, seeds=SEEDS,
+                                      calibration=calibration_sample(rows, catalog))  # fmt: skip
     assert list(reduced.columns) == summary_columns(SEEDS)
     assert list(reduced.columns[: len(FULL_COLUMNS)]) == list(FULL_COLUMNS)
     assert len(reduced) == len(rows) and (reduced["label"] == 1).all()
-    full = materialised(rows, history, catalog, pair_scorer(scorer, rows=rows, catalog=catalog))
+    full = materialised(rows, history, catalog, scorer.score)  # (calibrated by the call above)
     a, b = summary(full), summary(reduced)
     pdt.assert_frame_equal(a, b, check_exact=False, rtol=1e-12, atol=1e-12)
     # every count, against sorting the stored full table by hand
@@ -175,10 +176,11 @@ def test_random_rule_is_the_documented_exception(data) -> None:
 def test_chunk_size_does_not_change_the_result(data, name) -> None:
     history, rows, catalog, attrs = data
     outs = []
+    pairs = calibration_sample(rows, catalog, 500, seed=2)
     for chunk in (1, 3, 16, 1000):
         scorer = get_scorer(name).fit(history, attrs)
         outs.append(full_catalog_candidates(rows, history, catalog, scorer, chunk_rows=chunk,
-                                            seeds=SEEDS))  # fmt: skip
+                                            seeds=SEEDS, calibration=pairs))  # fmt: skip
     for other in outs[1:]:
         pdt.assert_frame_equal(outs[0], other, check_exact=True)
 
@@ -186,18 +188,104 @@ def test_chunk_size_does_not_change_the_result(data, name) -> None:
 def test_residualization_is_fitted_once_on_the_given_pairs(data) -> None:
     history, rows, catalog, attrs = data
     fit_pairs = materialised(rows.iloc[:10], history, catalog, lambda u, i: np.zeros(len(u)))
+    users, items = fit_pairs["user_id"].to_numpy(object), fit_pairs["item_id"].to_numpy(object)
+    # the OLS over the calibration pairs, computed here from the overlap and the covariates
     ref = get_scorer("residualized_attribute").fit(history, attrs)
-    expected = ref.score(fit_pairs["user_id"].to_numpy(object), fit_pairs["item_id"].to_numpy(object))
+    s = get_scorer("attribute_overlap").fit(history, attrs).score(users, items)
+    x1, x2 = ref.covariates(items)
+    coef = np.linalg.lstsq(np.column_stack([np.ones(len(s)), x1, x2]), s, rcond=None)[0]
     scorer = get_scorer("residualized_attribute").fit(history, attrs)
-    f = pair_scorer(scorer, fit_pairs)
-    # applied to the fitting pairs, the frozen scorer is the scorer itself, bit for bit
-    got = f(fit_pairs["user_id"].to_numpy(object), fit_pairs["item_id"].to_numpy(object))
-    assert np.array_equal(got, expected)
-    assert np.allclose(f.coef, ref.coef_, rtol=0, atol=0)
-    # and a batch of other pairs is scored with the same coefficients
-    one = f(np.array(["u01"], dtype=object), np.array(["i005"], dtype=object))
-    two = f(np.array(["u01", "u02"], dtype=object), np.array(["i005", "i006"], dtype=object))
-    assert one[0] == two[0]
+    reduced = full_catalog_candidates(rows, history, catalog, scorer, chunk_rows=4,
+                                      calibration=fit_pairs, seeds=[0])  # fmt: skip
+    assert np.array_equal(scorer.coef_, coef)
+    # applied to the calibration pairs, the scorer gives the residuals of that OLS, bit for bit
+    b0, b1, b2 = (float(c) for c in coef)
+    assert scorer.score(users, items).tobytes() == (s - (b0 + b1 * x1 + b2 * x2)).tobytes()
+    # the held-out items' scores are those of the same function
+    held = scorer.score(rows["user_id"].to_numpy(object), rows["item_id"].to_numpy(object))
+    assert reduced["score"].to_numpy().tobytes() == held.tobytes()
+    # a scorer that needs calibration and got none says so
+    with pytest.raises(RuntimeError, match="after calibrate"):
+        full_catalog_candidates(rows, history, catalog,
+                                get_scorer("residualized_attribute").fit(history, attrs))  # fmt: skip
+
+
+def test_calibration_sample_is_seeded_and_drawn_from_rows_x_catalogue(data) -> None:
+    _, rows, catalog, _ = data
+    a = calibration_sample(rows, catalog, 300, seed=1)
+    assert list(a.columns) == ["user_id", "item_id"] and len(a) == 300
+    assert set(a["user_id"]) <= set(rows["user_id"]) and set(a["item_id"]) <= set(catalog)
+    pdt.assert_frame_equal(a, calibration_sample(rows, catalog[::-1], 300, seed=1))
+    assert not a.equals(calibration_sample(rows, catalog, 300, seed=2))
+    with pytest.raises(ValueError, match="at least one row"):
+        calibration_sample(rows.iloc[:0], catalog)
+
+
+class _Centred:
+    """A calibrated scorer that is not a built-in: popularity minus its mean over the
+    calibration pairs; it counts its calibrations and refuses to score before one."""
+
+    def __init__(self, inner):
+        self.inner, self.shift, self.calibrations = inner, None, 0
+
+    def fit(self, history, attrs):
+        return self
+
+    def calibrate(self, pairs):
+        self.calibrations += 1
+        s = self.inner.score(pairs["user_id"].to_numpy(object), pairs["item_id"].to_numpy(object))
+        self.shift = float(s.mean())
+        return self
+
+    def score(self, users, items):
+        if self.shift is None:
+            raise RuntimeError("score before calibrate")
+        return self.inner.score(users, items) - self.shift
+
+
+def test_any_calibrated_scorer_runs_full_catalog(data) -> None:
+    history, rows, catalog, attrs = data
+    pairs = calibration_sample(rows, catalog, 200, seed=3)
+    inner = get_scorer("popularity").fit(history, attrs)
+    scorer = _Centred(inner)
+    reduced = full_catalog_candidates(rows, history, catalog, scorer, chunk_rows=6, seeds=[0, 1],
+                                      calibration=pairs)  # fmt: skip
+    assert scorer.calibrations == 1 and scorer.shift > 0
+    full = materialised(rows, history, catalog, scorer.score)
+    rules = ["input_order", "expected", "hash:0", "hash:1", "item_id"]
+    pdt.assert_frame_equal(summary(full, rules), summary(reduced, rules))
+    # the shift moves every score alike, so the counts are popularity's
+    plain = full_catalog_candidates(rows, history, catalog, inner, seeds=[0, 1])
+    pdt.assert_frame_equal(reduced.drop(columns="score"), plain.drop(columns="score"))
+
+
+class _Decoy:
+    """A plain pairwise scorer that happens to have attributes named as the residualized
+    scorer's (``overlap``, ``covariates``, ``coef_``): the core must not care."""
+
+    overlap = None
+    coef_ = None
+
+    def __init__(self, inner):
+        self.inner = inner
+
+    def fit(self, history, attrs):
+        return self
+
+    def covariates(self, item_ids):
+        raise AssertionError("not part of the scorer protocol")
+
+    def score(self, users, items):
+        return self.inner.score(users, items)
+
+
+def test_the_core_uses_only_the_protocol(data) -> None:
+    history, rows, catalog, attrs = data
+    inner = get_scorer("attribute_overlap").fit(history, attrs)
+    want = full_catalog_candidates(rows, history, catalog, inner, seeds=[0])
+    got = full_catalog_candidates(rows, history, catalog, _Decoy(inner), seeds=[0],
+                                  calibration=calibration_sample(rows, catalog))  # fmt: skip
+    pdt.assert_frame_equal(got, want, check_exact=True)
 
 
 class _Recording:

@@ -56,35 +56,30 @@ Conventions
 
 Scoring a chunk
 ---------------
-A scorer with ``score_matrix(user_ids, item_ids)`` (:class:`tieaudit.scorers.Scorer`) scores a
-chunk as one ``users x catalogue`` block; it must equal ``score`` on every pair bit for bit,
-which is checked on the first chunk for its first 8 users against the whole catalogue, and must
-not depend on which users share the block (the same users scored in two halves); a scorer that
-fails either check is refused with a ``ValueError``. Otherwise the chunk's pairs go to ``score``
-in one call.
+The core uses a scorer only through its protocol (:class:`tieaudit.scorers.Scorer`). A scorer
+with ``score_matrix(user_ids, item_ids)`` scores a chunk as one ``users x catalogue`` block; it
+must equal ``score`` on every pair bit for bit, which is checked on the first chunk for its
+first 8 users against the whole catalogue, and must not depend on which users share the block
+(the same users scored in two halves); a scorer that fails either check is refused with a
+``ValueError``. Otherwise the chunk's pairs go to ``score`` in one call. ``score`` must be pure
+(a pair's score does not depend on its batch): the first chunk checks that too (a slice of it
+scored whole and in two halves must agree exactly), so a batch-dependent scorer is refused
+rather than evaluated chunk-dependently.
 
-Batch-dependent scorers
------------------------
-The scorer interface scores a *batch* of pairs, and a scorer may look at the whole batch:
-``residualized_attribute`` fits its least-squares residualization over the batch it is given. A
-full-catalog evaluation scores in chunks, so fitting per chunk would make the scores depend on the
-chunk size. Instead the residualization is **fitted once** on a fixed set of pairs and then
-applied elementwise to every chunk::
+Calibrated scorers
+------------------
+A scorer whose score function is fitted on the evaluation pairs (``calibrate(pairs)``, as
+``residualized_attribute``'s least-squares residualization) is calibrated **once**, before the
+first chunk, when ``calibration`` pairs are given (a scorer without ``calibrate`` ignores them),
+and then scores every chunk with the same function, so the result does not depend on
+``chunk_rows``. The pipeline passes the **sampled candidates** as ``calibration`` (the evaluated
+users' held-out items and sampled negatives), the pairs its sampled ``score`` step calibrates
+on, so for every sampled pair both settings give the same score, bit for bit. Without
+``calibration`` the scorer is used as it is (a scorer that needs calibration raises).
+:func:`calibration_sample` draws a fixed seeded sample of pairs from rows x catalogue instead,
+for a library user without sampled candidates::
 
-    (b0, b1, b2) = the scorer's OLS over ``residual_fit`` (one ``score`` call, as in sampled mode)
-    s_res(u, i) = s(u, i) - (b0 + b1 * x1(i) + b2 * x2(i))      for every catalogue pair
-
-with ``s`` the attribute-overlap score and ``x1``, ``x2`` the scorer's item covariates
-(``log(1 + popularity)``, number of attributes). The pipeline passes the **sampled candidates**
-as ``residual_fit`` (the evaluated users' held-out item and sampled negatives), so the full-catalog
-residualized scorer is the very function of the sampled run: for every sampled pair both give the
-same score, bit for bit. Without ``residual_fit`` the library draws a fixed seeded sample of
-``residual_sample`` pairs uniformly from the rows x catalogue (``make_rng(seed,
-"fullcatalog-residual")``). Either way the scores do not depend on ``chunk_rows``.
-
-Any other scorer is assumed to score each pair independently of its batch; this is checked on the
-first chunk (a slice of it scored whole and in two halves must agree exactly) and a
-batch-dependent scorer is refused with a ``ValueError`` rather than evaluated chunk-dependently.
+    scorer.calibrate(calibration_sample(rows, catalog, 200_000, seed=0))
 
 Memory
 ------
@@ -105,11 +100,12 @@ from tieaudit._arrays import row_blocks, segment_sums
 from tieaudit.evaluate import DEFAULT_SEEDS
 from tieaudit.hashing import mix64, pair_keys, seeded_keys, string_hashes
 from tieaudit.sampling import row_id
+from tieaudit.scorers.base import calibrate_scorer
 from tieaudit.seeds import make_rng, make_seed
 
 __all__ = [
     "full_catalog_candidates",
-    "pair_scorer",
+    "calibration_sample",
     "block_scorer",
     "chunk_rows_for",
     "summary_columns",
@@ -139,56 +135,24 @@ def chunk_rows_for(n_items: int, chunk_pairs: int = DEFAULT_CHUNK_PAIRS) -> int:
     return max(1, int(chunk_pairs) // max(int(n_items), 1))
 
 
-def _is_residualized(scorer: object) -> bool:
-    return (
-        hasattr(scorer, "overlap")
-        and callable(getattr(scorer, "covariates", None))
-        and hasattr(scorer, "coef_")
-    )
-
-
-def pair_scorer(
-    scorer,
-    residual_fit: pd.DataFrame | None = None,
-    *,
-    rows: pd.DataFrame | None = None,
-    catalog: np.ndarray | None = None,
-    residual_sample: int = 200_000,
-    seed: int = 0,
-) -> PairScore:
-    """A batch-independent scoring function ``f(user_ids, item_ids) -> float64`` for ``scorer``.
-
-    For a residualized scorer (one with ``overlap``, ``covariates`` and ``coef_``, like
-    ``residualized_attribute``) the residualization is fitted once by scoring ``residual_fit``
-    (``user_id``, ``item_id``) in one call, or, without it, a seeded uniform sample of
-    ``residual_sample`` pairs from ``rows`` x ``catalog``; the returned function applies the fitted
-    coefficients elementwise (see the module docstring). Any other scorer is returned as its own
-    ``score`` method.
-    """
-    if not _is_residualized(scorer):
-        return scorer.score
-    if residual_fit is None:
-        if rows is None or catalog is None:
-            raise ValueError("a residualized scorer needs residual_fit, or rows and catalog")
-        rng = make_rng(seed, "fullcatalog-residual")
-        n = int(residual_sample)
-        users = rows["user_id"].astype(str).to_numpy(dtype=object)
-        fit_users = users[rng.integers(0, len(users), n)]
-        fit_items = np.asarray(catalog, dtype=object)[rng.integers(0, len(catalog), n)]
-    else:
-        fit_users = residual_fit["user_id"].astype(str).to_numpy(dtype=object)
-        fit_items = residual_fit["item_id"].astype(str).to_numpy(dtype=object)
-    scorer.score(fit_users, fit_items)  # fits coef_ over the fixed batch
-    b0, b1, b2 = (float(c) for c in np.asarray(scorer.coef_, dtype=np.float64))
-
-    def score(user_ids: np.ndarray, item_ids: np.ndarray) -> np.ndarray:
-        s = np.asarray(scorer.overlap.score(user_ids, item_ids), dtype=np.float64)
-        x1, x2 = scorer.covariates(item_ids)
-        # the same expression as ResidualizedAttributeScorer.score, so equal bits
-        return s - (b0 + b1 * x1 + b2 * x2)
-
-    score.coef = (b0, b1, b2)  # type: ignore[attr-defined]
-    return score
+def calibration_sample(
+    rows: pd.DataFrame, catalog, n: int = 200_000, seed: int = 0
+) -> pd.DataFrame:
+    """``n`` (``user_id``, ``item_id``) pairs drawn uniformly, with replacement, from the users
+    of ``rows`` x the distinct ids of ``catalog`` (in code-point order), with the stream
+    ``make_rng(seed, "fullcatalog-residual")``: calibration pairs for a full-catalog evaluation
+    without sampled candidates (see the module docstring)."""
+    if "user_id" not in rows.columns:
+        raise ValueError("rows lack column 'user_id'")
+    users = rows["user_id"].astype(str).to_numpy(dtype=object)
+    cat = np.array(sorted({str(x) for x in np.asarray(catalog, dtype=object).ravel()}), dtype=object)
+    if int(n) > 0 and (len(users) == 0 or len(cat) == 0):
+        raise ValueError("calibration_sample needs at least one row and one catalogue item")
+    rng = make_rng(seed, "fullcatalog-residual")
+    n = int(n)
+    fit_users = users[rng.integers(0, len(users), n)]
+    fit_items = cat[rng.integers(0, len(cat), n)]
+    return pd.DataFrame({"user_id": fit_users, "item_id": fit_items})
 
 
 def _check_batch_independent(score: PairScore, users: np.ndarray, items: np.ndarray) -> None:
@@ -206,8 +170,8 @@ def _check_batch_independent(score: PairScore, users: np.ndarray, items: np.ndar
     if not np.array_equal(whole, parts):
         raise ValueError(
             "the scorer's scores depend on the batch of pairs it is given, so a chunked "
-            "full-catalog evaluation would depend on the chunk size; give it a fixed "
-            "residualization (see tieaudit.fullcatalog) or score pairs independently"
+            "full-catalog evaluation would depend on the chunk size; a score fitted on the "
+            "evaluation pairs belongs in calibrate(pairs) (see tieaudit.scorers.Scorer)"
         )
 
 
@@ -228,29 +192,16 @@ def _seed_list(seeds: Iterable[int]) -> list[int]:
 BlockScore = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
 
-def block_scorer(scorer, pair: PairScore) -> tuple[BlockScore, bool]:
+def block_scorer(scorer) -> tuple[BlockScore, bool]:
     """``(block, native)``: ``block(users, items)`` scores the ``users x items`` block of
-    ``scorer`` whose pair function is ``pair`` (from :func:`pair_scorer`); ``native`` says whether
-    it uses the scorer's own ``score_matrix`` (else it scores the repeated/tiled pairs with
-    ``pair``)."""
-    if _is_residualized(scorer) and callable(getattr(scorer.overlap, "score_matrix", None)):
-        b0, b1, b2 = pair.coef  # type: ignore[attr-defined]
-        last: list = [None, None]  # (items, fitted value per item) of the last call
-
-        def residual_block(users: np.ndarray, items: np.ndarray) -> np.ndarray:
-            if last[0] is not items:  # the catalogue, passed for every chunk: covariates once
-                x1, x2 = scorer.covariates(items)
-                last[:] = [items, b0 + b1 * x1 + b2 * x2]
-            s = np.asarray(scorer.overlap.score_matrix(users, items), dtype=np.float64)
-            # s - (b0 + b1 * x1 + b2 * x2) per element, as the pair path: equal bits
-            return s - last[1][None, :]
-
-        return residual_block, True
-    if not _is_residualized(scorer) and callable(getattr(scorer, "score_matrix", None)):
-        return scorer.score_matrix, True
+    ``scorer``; ``native`` says whether it is the scorer's own ``score_matrix`` (else it scores
+    the repeated/tiled pairs with ``score``)."""
+    matrix = getattr(scorer, "score_matrix", None)
+    if callable(matrix):
+        return matrix, True
 
     def pair_block(users: np.ndarray, items: np.ndarray) -> np.ndarray:
-        return _pairs_block(pair, users, items)
+        return _pairs_block(scorer.score, users, items)
 
     return pair_block, False
 
@@ -291,8 +242,7 @@ def full_catalog_candidates(
     *,
     chunk_rows: int | None = None,
     chunk_pairs: int = DEFAULT_CHUNK_PAIRS,
-    residual_fit: pd.DataFrame | None = None,
-    residual_sample: int = 200_000,
+    calibration: pd.DataFrame | None = None,
     seed: int = 0,
     seeds: Iterable[int] = range(DEFAULT_SEEDS),
     positive_position: str = "first",
@@ -305,11 +255,12 @@ def full_catalog_candidates(
     ``user_id`` and ``item_id`` (excluded from the user's candidates). ``catalog``: item ids
     (duplicates ignored, order irrelevant); must contain every held-out item. ``scorer``: a
     *fitted* scorer. ``chunk_rows`` rows are scored per chunk (default: ``chunk_pairs //
-    n_items``, at least 1); results do not depend on it. ``residual_fit``, ``residual_sample``
-    and ``seed``: see :func:`pair_scorer`. ``seeds``: the hash seeds to record
-    (``before:hash:S``). ``positive_position``: where the held-out item sits in the conceptual
-    stored order (``first``, ``last`` or ``random``). ``progress(done_rows, total_rows)`` is
-    called after every chunk.
+    n_items``, at least 1); results do not depend on it. ``calibration``: pairs (``user_id``,
+    ``item_id``) the scorer is calibrated on first, in place, if it has ``calibrate`` (see the
+    module docstring). ``seeds``: the hash seeds to record (``before:hash:S``).
+    ``positive_position``: where the held-out item sits in the conceptual stored order
+    (``first``, ``last`` or ``random``; ``seed`` seeds ``random``). ``progress(done_rows,
+    total_rows)`` is called after every chunk.
 
     Returns a DataFrame with :func:`summary_columns` (``label`` int64 1, ``score`` float64, the
     counts int64), one line per row in the order of ``rows``.
@@ -360,10 +311,9 @@ def full_catalog_candidates(
     h_row, h_item = h_row[order].astype(np.int64), h_item[order]
     h_start = np.searchsorted(h_row, np.arange(n_rows + 1))
 
-    pair = pair_scorer(
-        scorer, residual_fit, rows=rows, catalog=cat, residual_sample=residual_sample, seed=seed
-    )
-    block, native = block_scorer(scorer, pair)
+    if calibration is not None:
+        calibrate_scorer(scorer, calibration)
+    block, native = block_scorer(scorer)
     item_hash = string_hashes(cat) if seed_list else np.zeros(n_items, np.uint64)
     need_users = bool(seed_list) or positive_position == "random"
     user_hash = string_hashes(users) if need_users else np.zeros(n_rows, np.uint64)
@@ -375,10 +325,11 @@ def full_catalog_candidates(
         c = hi - lo
         if lo == 0:
             if native:
-                _check_block(block, pair, users[lo:hi], cat)
-            if not _is_residualized(scorer):
-                few = users[lo:hi][: -(-_CHECK_PAIRS // n_items)]
-                _check_batch_independent(pair, np.repeat(few, n_items), np.tile(cat, len(few)))
+                _check_block(block, scorer.score, users[lo:hi], cat)
+            few = users[lo:hi][: -(-_CHECK_PAIRS // n_items)]
+            _check_batch_independent(
+                scorer.score, np.repeat(few, n_items), np.tile(cat, len(few))
+            )
         s = np.asarray(block(users[lo:hi], cat), dtype=np.float64)
         if s.shape != (c, n_items):
             raise ValueError(f"scorer returned shape {s.shape} for {c} x {n_items} pairs")

@@ -13,6 +13,7 @@ from tieaudit.scorers import (
     PopularityScorer,
     ResidualizedAttributeScorer,
     Scorer,
+    ScorerInterfaceError,
     check_scorer,
     get_scorer,
 )
@@ -217,6 +218,33 @@ def test_overlap_score_matrix_inverted_index_cache_follows_the_items():
     np.testing.assert_array_equal(scorer.score_matrix(users, ["i1", "i9"]), [[2, 2], [0, 0]])
 
 
+# ------------------------------------------------------------------------------------ residualized
+
+
+@pytest.mark.parametrize("chunk_size", [3, 1_000_000])
+def test_residualized_score_matrix_is_the_pair_path_bit_for_bit(chunk_size):
+    rng = np.random.default_rng(9)
+    history = pd.DataFrame({"user_id": [f"u{k}" for k in rng.integers(0, 40, 600)],
+                            "item_id": [f"i{k}" for k in rng.integers(0, 130, 600)],
+                            "rating": rng.uniform(0, 5, 600)})  # fmt: skip
+    attrs = pd.DataFrame({"item_id": [f"i{k}" for k in rng.integers(0, 120, 500)],
+                          "attribute": [f"a{k}" for k in rng.integers(0, 12, 500)]})  # fmt: skip
+    resid = ResidualizedAttributeScorer(chunk_size=chunk_size).fit(history, attrs)
+    users, items = random_block(rng, n_users=40, m=30, n=140)
+    resid.calibrate(pd.DataFrame({"user_id": np.repeat(users[:5], 20),
+                                  "item_id": np.tile(items[:20], 5)}))  # fmt: skip
+    got = assert_bit_identical(resid, users, items)
+    assert len(np.unique(got)) > got.size / 20  # residuals: the fitted part moved the scores
+    # the items' fitted values are kept for the same items, recomputed for other ones
+    again = items.copy()
+    assert resid.score_matrix(users, again).tobytes() == got.tobytes()
+    again[0] = "i7"  # the caller reuses its array
+    assert_bit_identical(resid, users, again)
+    # a new calibration drops them
+    resid.calibrate(pd.DataFrame({"user_id": users[:3], "item_id": items[:3]}))
+    assert not np.array_equal(assert_bit_identical(resid, users, items), got)
+
+
 # ------------------------------------------------------------------------------------- popularity
 
 
@@ -241,21 +269,20 @@ def test_popularity_score_matrix_is_the_pair_path():
 # ------------------------------------------------------------------------------------- interface
 
 
+class _PairsOnly:
+    def fit(self, history, item_attributes):
+        return self
+
+    def score(self, user_ids, item_ids):
+        return np.zeros(len(user_ids))
+
+
 def test_score_matrix_stays_optional():
-    class PairsOnly:
-        def fit(self, history, item_attributes):
-            return self
-
-        def score(self, user_ids, item_ids):
-            return np.zeros(len(user_ids))
-
-    check_scorer(PairsOnly())  # no error
-    assert isinstance(PairsOnly(), Scorer)
+    check_scorer(_PairsOnly())  # no error
+    assert isinstance(_PairsOnly(), Scorer)
     assert "score_matrix" in (Scorer.__doc__ or "")
-    # the batch-dependent scorer does not offer it
-    assert not hasattr(get_scorer("residualized_attribute"), "score_matrix")
-    assert not hasattr(ResidualizedAttributeScorer, "score_matrix")
-    for name in ("attribute_overlap", "popularity"):
+    # every built-in offers it
+    for name in ("attribute_overlap", "popularity", "residualized_attribute"):
         assert callable(getattr(get_scorer(name), "score_matrix", None))
 
 
@@ -310,3 +337,23 @@ def test_overlap_score_matrix_property(inputs):
     scorer = AttributeOverlapScorer(weight=weight, chunk_size=chunk_size).fit(history, attrs)
     assert_bit_identical(scorer, users, items)
     assert_bit_identical(scorer, users, items)  # again, from the cached inverted index
+
+
+def test_check_scorer_checks_the_optional_methods():
+    class CalibrateTwoArgs(_PairsOnly):
+        def calibrate(self, pairs, extra):
+            return self
+
+    class MatrixOneArg(_PairsOnly):
+        def score_matrix(self, user_ids):
+            return np.zeros((len(user_ids), 0))
+
+    class CalibrateNotCallable(_PairsOnly):
+        calibrate = 3
+
+    with pytest.raises(ScorerInterfaceError, match="calibrate cannot be called with one"):
+        check_scorer(CalibrateTwoArgs())
+    with pytest.raises(ScorerInterfaceError, match="score_matrix cannot be called with two"):
+        check_scorer(MatrixOneArg())
+    with pytest.raises(ScorerInterfaceError, match="calibrate is not callable"):
+        check_scorer(CalibrateNotCallable())

@@ -17,6 +17,7 @@ from tieaudit.scorers import (
     ScorerInterfaceError,
     ScorerLoadError,
     available_scorers,
+    calibrate_scorer,
     check_scorer_spec,
     get_scorer,
     register,
@@ -134,6 +135,10 @@ def test_attribute_overlap_matches_naive_reference_with_chunking(weight):
         np.testing.assert_allclose(got.score(*users_items(pairs)), expected, rtol=1e-12)
 
 
+def pairs_frame(users, items) -> pd.DataFrame:
+    return pd.DataFrame({"user_id": users, "item_id": items})
+
+
 @pytest.mark.parametrize("weight", ["rating", "count"])
 def test_residualized_equals_independent_lstsq(weight):
     scorer = get_scorer("residualized_attribute", weight=weight).fit(HISTORY, ATTRS)
@@ -144,6 +149,7 @@ def test_residualized_equals_independent_lstsq(weight):
     x2 = np.array([N_ATTRS.get(i, 0) for i in items], dtype=float)
     X = np.column_stack([np.ones_like(s), x1, x2])
     beta, *_ = np.linalg.lstsq(X, s, rcond=None)
+    assert scorer.calibrate(pairs_frame(users, items)) is scorer
     got = scorer.score(users, items)
     np.testing.assert_allclose(got, s - X @ beta, atol=1e-12)
     np.testing.assert_allclose(scorer.coef_, beta, atol=1e-12)
@@ -151,18 +157,112 @@ def test_residualized_equals_independent_lstsq(weight):
     np.testing.assert_allclose(X.T @ got, 0.0, atol=1e-10)
 
 
-def test_residualized_fits_on_the_batch_and_keeps_identical_pairs_tied():
+def test_residualized_sampled_scores_are_the_batch_ols_residuals_bit_for_bit():
+    """score_candidates calibrates on the candidates and scores them: the very floats of one
+    OLS over the candidates, s - (b0 + b1 x1 + b2 x2) evaluated per pair (what the sampled
+    pipeline step has always written)."""
+    cands = _candidates()
+    users, items = cands["user_id"].to_numpy(object), cands["item_id"].to_numpy(object)
+    s = get_scorer("attribute_overlap").fit(HISTORY, ATTRS).score(users, items)
+    x1 = np.log1p(np.array([POPULARITY.get(i, 0) for i in items], dtype=float))
+    x2 = np.array([N_ATTRS.get(i, 0) for i in items], dtype=float)
+    coef = np.linalg.lstsq(np.column_stack([np.ones(len(s)), x1, x2]), s, rcond=None)[0]
+    b0, b1, b2 = (float(c) for c in coef)
+    want = s - (b0 + b1 * x1 + b2 * x2)
+    scorer = get_scorer("residualized_attribute").fit(HISTORY, ATTRS)
+    got = score_candidates(cands, scorer)["score"].to_numpy()
+    assert got.tobytes() == want.tobytes()
+    assert np.array_equal(scorer.coef_, coef)
+
+
+def test_residualized_score_is_pure_after_calibrate():
     scorer = ResidualizedAttributeScorer().fit(HISTORY, ATTRS)
     users, items = users_items()
-    full = scorer.score(users, items)
-    part = scorer.score(users[:5], items[:5])
-    assert not np.allclose(full[:5], part)  # a different batch gives a different fit
+    with pytest.raises(RuntimeError, match=r"after calibrate\(pairs\)"):
+        scorer.score(users, items)
+    with pytest.raises(RuntimeError, match="after calibrate"):
+        scorer.score_matrix(users, items)
+    scorer.calibrate(pairs_frame(users, items))
+    full = scorer.score(users, items)  # the calibration pairs' residuals, kept by calibrate
+    assert scorer.score(users, items).tobytes() == full.tobytes()  # computed again: same bits
+    # kept as they were: the caller's frame changed after calibrate does not fool score
+    frame = pairs_frame(users.copy(), items.copy())
+    scorer.calibrate(frame)
+    frame.loc[0, "item_id"] = "i5"
+    changed = frame["item_id"].to_numpy(object)
+    assert scorer.score(users, changed)[0] == scorer.score(users[:1], changed[:1])[0]
+    assert scorer.score(users, changed)[0] != full[0]
+    scorer.calibrate(pairs_frame(users, items))
+    # a batch is scored pair by pair with the calibrated function: parts, reversed, again
+    assert np.array_equal(np.r_[scorer.score(users[:5], items[:5]),
+                                scorer.score(users[5:], items[5:])], full)  # fmt: skip
+    assert np.array_equal(scorer.score(users[::-1], items[::-1])[::-1], full)
+    assert np.array_equal(scorer.score(users, items), full)
+    assert len(scorer.score(users[:0], items[:0])) == 0
+    # other calibration pairs give another function; a refit drops the calibration
+    coef = scorer.coef_.copy()
+    scorer.calibrate(pairs_frame(users[:5], items[:5]))
+    assert not np.allclose(scorer.coef_, coef)
+    assert not np.allclose(scorer.score(users, items), full)
+    scorer.fit(HISTORY, ATTRS)
+    assert scorer.coef_ is None
+    with pytest.raises(RuntimeError, match="after calibrate"):
+        scorer.score(users, items)
+    with pytest.raises(RuntimeError, match="before fit"):
+        ResidualizedAttributeScorer().calibrate(pairs_frame(users, items))
+    with pytest.raises(ValueError, match="lack column"):
+        scorer.calibrate(pd.DataFrame({"user_id": users}))
+    # no calibration pairs: no fitted part, the score is the overlap
+    scorer.calibrate(pairs_frame(users[:0], items[:0]))
+    np.testing.assert_array_equal(scorer.coef_, [0.0, 0.0, 0.0])
+    np.testing.assert_array_equal(scorer.score(users, items), EXPECTED["rating"])
+
+
+def test_residualized_keeps_identical_pairs_tied():
+    scorer = ResidualizedAttributeScorer().fit(HISTORY, ATTRS)
     # two identical pairs (same s, x1, x2) placed far apart get bit-identical residuals
     u = np.array(["u1"] + ["u2"] * 997 + ["u1", "u2"], dtype=object)
     i = np.array(["i4"] + ["i2"] * 997 + ["i4", "i5"], dtype=object)
-    r = scorer.score(u, i)
+    r = score_candidates(pairs_frame(u, i), scorer)["score"].to_numpy()
     assert r[0] == r[998]
-    assert len(scorer.score(u[:0], i[:0])) == 0
+
+
+class _PublicOnly:
+    """An attribute-overlap scorer that exposes only its public methods."""
+
+    def __init__(self, inner):
+        self._inner = inner
+
+    def fit(self, history, item_attributes):
+        self._inner.fit(history, item_attributes)
+        return self
+
+    def score(self, user_ids, item_ids):
+        return self._inner.score(user_ids, item_ids)
+
+    def score_matrix(self, user_ids, item_ids):
+        return self._inner.score_matrix(user_ids, item_ids)
+
+    def n_attributes(self, item_ids):
+        return self._inner.n_attributes(item_ids)
+
+
+def test_residualized_composes_the_overlap_through_its_public_methods():
+    """It never reads the overlap scorer's private fields: wrapped so that only the public
+    methods are reachable, the scores are the same bits."""
+    users, items = users_items()
+    pairs = pairs_frame(users, items)
+    plain = ResidualizedAttributeScorer().fit(HISTORY, ATTRS).calibrate(pairs)
+    wrapped = ResidualizedAttributeScorer()
+    wrapped.overlap = _PublicOnly(wrapped.overlap)
+    wrapped.fit(HISTORY, ATTRS).calibrate(pairs)
+    assert wrapped.score(users, items).tobytes() == plain.score(users, items).tobytes()
+    block = wrapped.score_matrix(users, items)
+    assert block.tobytes() == plain.score_matrix(users, items).tobytes()
+    np.testing.assert_array_equal(
+        AttributeOverlapScorer().fit(HISTORY, ATTRS).n_attributes(items),
+        [N_ATTRS.get(i, 0) for i in items],
+    )
 
 
 def test_residualized_rank_deficient_design_is_handled():
@@ -170,7 +270,7 @@ def test_residualized_rank_deficient_design_is_handled():
     scorer = ResidualizedAttributeScorer().fit(HISTORY, ATTRS)
     users = np.array(["u1", "u2", "u1", "u2"], dtype=object)
     items = np.array(["i1", "i1", "i2", "i2"], dtype=object)
-    got = scorer.score(users, items)
+    got = scorer.calibrate(pairs_frame(users, items)).score(users, items)
     s = np.array([13.0, 6.0, 11.0, 12.0])  # u1i1 8+5, u2i1 6, u1i2 8+3, u2i2 6+6
     x1 = np.log1p(np.array([1.0, 1.0, 3.0, 3.0]))
     X = np.column_stack([np.ones(4), x1])  # the same column space
@@ -438,6 +538,26 @@ def test_score_candidates_rejects_bad_output():
         score_candidates(cands, Bad(lambda n: np.r_[np.zeros(n - 1), np.nan]))
     with pytest.raises(ValueError, match="not numbers"):
         score_candidates(cands, Bad(lambda n: np.array(["x"] * n)))
+
+
+def test_score_candidates_calibrates_unless_told_not_to():
+    cands = _candidates()
+    other = pairs_frame(*users_items())
+    scorer = get_scorer("residualized_attribute").fit(HISTORY, ATTRS).calibrate(other)
+    coef = scorer.coef_.copy()
+    kept = score_candidates(cands, scorer, calibrate=False)
+    assert np.array_equal(scorer.coef_, coef)  # the calibration made beforehand is used
+    fresh = score_candidates(cands, scorer)  # calibrated on the candidates
+    assert not np.array_equal(scorer.coef_, coef)
+    assert not np.allclose(kept["score"], fresh["score"])
+    with pytest.raises(RuntimeError, match="after calibrate"):
+        score_candidates(cands, get_scorer("residualized_attribute").fit(HISTORY, ATTRS),
+                         calibrate=False)  # fmt: skip
+    # a scorer without calibrate is scored as it is; pairs need both id columns
+    popularity = get_scorer("popularity").fit(HISTORY, ATTRS)
+    assert calibrate_scorer(popularity, cands) is popularity
+    with pytest.raises(ValueError, match="calibration pairs lack column"):
+        calibrate_scorer(scorer, cands.drop(columns="item_id"))
 
 
 def test_overlap_ties_are_common_and_residualized_ties_rare():

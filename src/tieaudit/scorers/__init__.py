@@ -5,6 +5,12 @@ Get one with :func:`get_scorer`::
     scorer = get_scorer("attribute_overlap", weight="binary").fit(history, item_attributes)
     scored = score_candidates(candidates, scorer)
 
+The protocol (:class:`Scorer`): ``fit(history, item_attributes) -> self``, an optional
+``calibrate(pairs) -> self`` for a score function fitted on the evaluation's pairs
+(:func:`score_candidates` calls it on the candidates), then a pure ``score(user_ids, item_ids)``
+and an optional ``score_matrix(user_ids, item_ids)``. :mod:`tieaudit.scorers.testing` holds the
+conformance battery every scorer passes (:func:`~tieaudit.scorers.testing.check_scorer_conformance`).
+
 Built-ins (registered on import): ``attribute_overlap`` (option ``weight``: ``rating`` |
 ``binary`` | ``count``), ``residualized_attribute`` (same option) and ``popularity``. A user scorer
 is named ``"package.module:Class"`` (importable) or ``"path/to/file.py:Class"`` and constructed
@@ -20,6 +26,7 @@ from tieaudit.scorers.base import (
     ScorerInterfaceError,
     ScorerLoadError,
     available_scorers,
+    calibrate_scorer,
     check_scorer,
     check_scorer_spec,
     get_scorer,
@@ -38,6 +45,7 @@ __all__ = [
     "available_scorers",
     "check_scorer",
     "check_scorer_spec",
+    "calibrate_scorer",
     "score_candidates",
     "AttributeOverlapScorer",
     "ResidualizedAttributeScorer",

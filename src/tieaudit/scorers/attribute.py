@@ -48,15 +48,23 @@ or 3.7).
 
     x1(i) = log(1 + popularity(i))      popularity = number of history rows of i (0 if none)
     x2(i) = |A(i)|                      number of distinct attributes of i (0 if none)
-    (b0, b1, b2) = argmin sum_{(u,i) in batch} (s(u,i) - b0 - b1 x1(i) - b2 x2(i))**2
+    (b0, b1, b2) = argmin sum_{(u,i) in pairs} (s(u,i) - b0 - b1 x1(i) - b2 x2(i))**2
     s_res(u, i) = s(u, i) - (b0 + b1 x1(i) + b2 x2(i))
 
 where ``s`` is the ``attribute_overlap`` score (same ``weight`` option) and the ordinary least
-squares fit runs over **all pairs passed to that ``score`` call** (``numpy.linalg.lstsq``; when the
+squares fit runs over the pairs given to ``calibrate(pairs)`` (``numpy.linalg.lstsq``; when the
 design is rank deficient — e.g. all items have the same number of attributes — the minimum-norm
-solution, whose residual is still the unique orthogonal projection residual). So the score of a
-pair depends on the batch it is scored in; :func:`tieaudit.scorers.score_candidates` scores the
-whole candidate set in one call. The fitted coefficients of the last call are kept in ``coef_``.
+solution, whose residual is still the unique orthogonal projection residual). The scorer
+composes an ``attribute_overlap`` scorer through its public methods.
+
+The regression is fitted on the evaluation's pairs, so it is a **calibration** (see
+:class:`tieaudit.scorers.Scorer`): :func:`tieaudit.scorers.score_candidates` calibrates on the
+candidates it scores (the pipeline's sampled step), and the full-catalog step calibrates on the
+same sampled candidates, so both score with one function. ``score`` before ``calibrate`` raises
+``RuntimeError``; afterwards ``score`` and ``score_matrix`` are pure, the coefficients in
+``coef_``. Without sampled candidates, full-catalog evaluation can calibrate on a seeded sample
+of rows x catalogue (:func:`tieaudit.fullcatalog.calibration_sample`). Calibrating on a set of
+pairs and scoring the same pairs gives, bit for bit, the residuals of an OLS fit over them.
 The fitted value is evaluated elementwise, so pairs with equal ``s``, ``x1`` and ``x2`` keep
 exactly equal residuals (their tie survives); other exact ties become rare.
 """
@@ -196,6 +204,16 @@ class AttributeOverlapScorer:
             raise ValueError(f"{len(users)} user ids but {len(items)} item ids")
         return self._score_codes(encode(self._users, users), self._ia.lookup(items))
 
+    def n_attributes(self, item_ids: np.ndarray) -> np.ndarray:
+        """The number of distinct attributes of each item (float64; 0 for an item without any),
+        ``|A(i)|`` in the module docstring."""
+        if not self._fitted:
+            raise RuntimeError("AttributeOverlapScorer.n_attributes called before fit")
+        codes = self._ia.lookup(item_ids)
+        out = np.zeros(len(codes), dtype=np.float64)
+        out[codes >= 0] = self._ia.counts[codes[codes >= 0]]
+        return out
+
     def _score_codes(self, u: np.ndarray, i: np.ndarray) -> np.ndarray:
         """Scores from user codes (into the fitted users) and item codes (into ``_ia.items``)."""
         n = len(u)
@@ -319,10 +337,14 @@ def _scatter_block(
 
 @register("residualized_attribute")
 class ResidualizedAttributeScorer:
-    """Attribute overlap minus its per-batch OLS fit on log(1 + popularity) and attribute count.
+    """Attribute overlap minus its OLS fit on log(1 + popularity) and attribute count.
 
-    ``weight`` is passed to :class:`AttributeOverlapScorer`. ``coef_`` = ``(b0, b1, b2)`` of the
-    last ``score`` call. See the module docstring for the exact formula.
+    ``weight`` (and ``chunk_size``) are passed to the :class:`AttributeOverlapScorer` it holds
+    (``overlap``), which it uses only through its public methods (``fit``, ``score``,
+    ``score_matrix``, ``n_attributes``). The residualization is fitted by ``calibrate(pairs)``
+    over an evaluation's pairs and kept in ``coef_`` = ``(b0, b1, b2)``; ``score`` and
+    ``score_matrix`` then apply it elementwise, and raise ``RuntimeError`` before it. See the
+    module docstring for the exact formula.
     """
 
     def __init__(self, weight: str = "rating", chunk_size: int = _CHUNK):
@@ -330,6 +352,8 @@ class ResidualizedAttributeScorer:
         self.weight = weight
         self.coef_: np.ndarray | None = None
         self._fitted = False
+        self._block_items: tuple[np.ndarray, np.ndarray] | None = None
+        self._kept: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
     def fit(
         self, history: pd.DataFrame, item_attributes: pd.DataFrame
@@ -338,44 +362,88 @@ class ResidualizedAttributeScorer:
         pop = item_popularity(history.assign(item_id=history["item_id"].astype(str)))
         self._pop_items = object_index(pop.index)
         self._log_pop = np.log1p(pop.to_numpy(dtype=np.float64))
+        self.coef_ = None  # a calibration belongs to the fit it was made on
+        self._block_items = self._kept = None
         self._fitted = True
         return self
 
     def covariates(self, item_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(x1, x2)`` = (log(1 + popularity), number of attributes) of each item."""
+        codes, x1, x2 = self._distinct_covariates(ids(item_ids))
+        return x1[codes], x2[codes]
+
+    def _distinct_covariates(self, items: np.ndarray):
+        """``(codes, x1, x2)``: ``x1[codes]``, ``x2[codes]`` are the items' covariates (each
+        distinct id looked up once)."""
         if not self._fitted:
             raise RuntimeError("ResidualizedAttributeScorer used before fit")
-        return self._covariates(*self._item_codes(ids(item_ids)))
-
-    def _item_codes(self, items: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Codes into the popularity table and into the attribute table (one hash per id)."""
         codes, uniques = pd.factorize(items)
         uniques = np.asarray(uniques, dtype=object)
-        pop_code = np.append(self._pop_items.get_indexer(uniques), -1)[codes]
-        attr_code = np.append(self.overlap._ia.items.get_indexer(uniques), -1)[codes]
-        return pop_code.astype(np.int64), attr_code.astype(np.int64)
+        found = self._pop_items.get_indexer(uniques)
+        x1 = np.zeros(len(uniques) + 1, dtype=np.float64)  # the last: a missing id (code -1)
+        x1[:-1][found >= 0] = self._log_pop[found[found >= 0]]
+        x2 = np.append(self.overlap.n_attributes(uniques), 0.0)
+        return codes, x1, x2
 
-    def _covariates(self, pop_code: np.ndarray, attr_code: np.ndarray):
-        x1 = np.zeros(len(pop_code), dtype=np.float64)
-        x1[pop_code >= 0] = self._log_pop[pop_code[pop_code >= 0]]
-        x2 = np.zeros(len(attr_code), dtype=np.float64)
-        x2[attr_code >= 0] = self.overlap._ia.counts[attr_code[attr_code >= 0]]
-        return x1, x2
+    def calibrate(self, pairs: pd.DataFrame) -> ResidualizedAttributeScorer:
+        """Fit ``coef_`` by least squares over ``pairs`` (``user_id``, ``item_id``), the
+        evaluation's candidates; no pairs give ``coef_ = 0`` (the score is the overlap).
+
+        The residuals of these pairs are kept until the next ``score`` call, which returns them
+        if it is given exactly these pairs (as :func:`~tieaudit.scorers.score_candidates` does):
+        the same floats ``score`` computes, without scoring the pairs a second time."""
+        if not self._fitted:
+            raise RuntimeError("ResidualizedAttributeScorer.calibrate called before fit")
+        missing = [c for c in ("user_id", "item_id") if c not in pairs.columns]
+        if missing:
+            raise ValueError(f"calibration pairs lack column(s) {missing}")
+        users = ids(pairs["user_id"].to_numpy(dtype=object))
+        items = ids(pairs["item_id"].to_numpy(dtype=object))
+        s = self.overlap.score(users, items)
+        codes, x1, x2 = self._distinct_covariates(items)
+        if len(s) == 0:
+            coef = np.zeros(3)
+        else:
+            design = np.column_stack([np.ones(len(s)), x1[codes], x2[codes]])
+            coef = np.linalg.lstsq(design, s, rcond=None)[0]
+        self.coef_ = np.asarray(coef, dtype=np.float64)
+        self._block_items = None
+        self._kept = (users.copy(), items.copy(), s - self._fitted_at(codes, x1, x2))
+        return self
+
+    def _fitted_at(self, codes: np.ndarray, x1: np.ndarray, x2: np.ndarray) -> np.ndarray:
+        """``b0 + b1 * x1 + b2 * x2`` per distinct item, taken at ``codes``: a function of the
+        item alone (the same operations on the same numbers, so the same bits)."""
+        b0, b1, b2 = (float(c) for c in self.coef_)
+        return (b0 + b1 * x1 + b2 * x2)[codes]
+
+    def _fitted_value(self, items: np.ndarray) -> np.ndarray:
+        """The fitted value of each item (after ``calibrate``)."""
+        if self._fitted and self.coef_ is None:
+            raise RuntimeError(
+                "ResidualizedAttributeScorer scores only after calibrate(pairs), which fits the "
+                "residualization over an evaluation's pairs (score_candidates calibrates on the "
+                "candidates; full_catalog_candidates takes calibration=)"
+            )
+        return self._fitted_at(*self._distinct_covariates(items))
 
     def score(self, user_ids: np.ndarray, item_ids: np.ndarray) -> np.ndarray:
-        if not self._fitted:
-            raise RuntimeError("ResidualizedAttributeScorer.score called before fit")
         users, items = ids(user_ids), ids(item_ids)
         if len(users) != len(items):
             raise ValueError(f"{len(users)} user ids but {len(items)} item ids")
-        pop_code, attr_code = self._item_codes(items)
-        s = self.overlap._score_codes(encode(self.overlap._users, users), attr_code)
-        if len(s) == 0:
-            self.coef_ = np.zeros(3)
-            return s
-        x1, x2 = self._covariates(pop_code, attr_code)
-        design = np.column_stack([np.ones(len(s)), x1, x2])
-        coef = np.linalg.lstsq(design, s, rcond=None)[0]
-        self.coef_ = coef
-        b0, b1, b2 = (float(c) for c in coef)
-        return s - (b0 + b1 * x1 + b2 * x2)
+        kept, self._kept = self._kept, None  # the calibration pairs' residuals, used once
+        if kept is not None and len(kept[0]) == len(users):
+            if np.array_equal(kept[1], items) and np.array_equal(kept[0], users):
+                return kept[2]
+        return self.overlap.score(users, items) - self._fitted_value(items)
+
+    def score_matrix(self, user_ids: np.ndarray, item_ids: np.ndarray) -> np.ndarray:
+        """Scores of every (user, item) pair, ``len(user_ids) x len(item_ids)`` float64: the
+        overlap's ``score_matrix`` minus each item's fitted value, bit for bit ``score`` on the
+        repeat/tile pairs. The fitted values of the last items are kept (full-catalog evaluation
+        passes the same catalogue for every chunk)."""
+        items = ids(item_ids)
+        last = self._block_items
+        if last is None or len(last[0]) != len(items) or not np.array_equal(last[0], items):
+            last = self._block_items = (items.copy(), self._fitted_value(items))
+        return self.overlap.score_matrix(ids(user_ids), items) - last[1][None, :]

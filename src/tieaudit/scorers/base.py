@@ -23,39 +23,54 @@ __all__ = [
     "available_scorers",
     "check_scorer",
     "check_scorer_spec",
+    "calibrate_scorer",
     "score_candidates",
 ]
 
 
 @runtime_checkable
 class Scorer(Protocol):
-    """What a scorer must provide.
+    """What a scorer must provide: ``fit``, then ``score`` as a pure function of its pairs.
 
     ``fit(history, item_attributes) -> self``
         ``history``: interactions available for training (``user_id``, ``item_id``, ``rating``,
         ``timestamp``; never the held-out rows). ``item_attributes``: one row per
-        ``(item_id, attribute)`` pair. Returns the fitted scorer itself.
+        ``(item_id, attribute)`` pair. Returns the fitted scorer itself; the inputs are not
+        modified.
 
     ``score(user_ids, item_ids) -> np.ndarray``
         A batch of ``n`` (user, item) pairs as two equally long 1-D arrays of id strings; returns
         ``n`` finite float64 scores, higher is better, in the same order. It must be vectorised
         (no Python loop per pair). Users or items never seen in ``fit`` must still get a score.
-        A scorer may look at the whole batch (``residualized_attribute`` does), so callers pass
-        all pairs of an evaluation at once: :func:`score_candidates` makes a single call.
+        It is **pure**: a pair's score depends on the pair and on what ``fit`` (and
+        ``calibrate``) learnt, never on the other pairs of the batch, so scoring a batch whole,
+        in parts or in another order gives the same floats, bit for bit, and so does a second
+        call. (Full-catalog evaluation scores in chunks and relies on it.)
 
-    Optional (not checked by :func:`check_scorer`, not a member of this protocol):
+    Optional methods (not members of this protocol, used when present):
+
+    ``calibrate(pairs) -> self``
+        For a scorer whose score function is fitted on the evaluation pairs themselves
+        (``residualized_attribute`` regresses its score on item covariates over the candidates):
+        ``pairs`` is a DataFrame with ``user_id`` and ``item_id``, the pairs of an evaluation.
+        Called once after ``fit``, before any ``score``; afterwards ``score`` and
+        ``score_matrix`` are pure. :func:`score_candidates` calibrates on the candidates it
+        scores, and the pipeline's full-catalog step calibrates on the same sampled candidates
+        (:func:`tieaudit.fullcatalog.full_catalog_candidates`, ``calibration=``), so both
+        settings score with the same function. A scorer that needs calibration raises
+        ``RuntimeError`` from ``score`` before it; a refit drops the calibration.
 
     ``score_matrix(user_ids, item_ids) -> np.ndarray``
         Every (user, item) pair of a block: ``m`` user ids and ``n`` item ids (1-D, duplicates
         allowed, either may be empty) give an ``m x n`` float64 array, row ``k`` the scores of
-        user ``user_ids[k]``. Only for a scorer that scores each pair independently of its batch,
-        and then bit for bit (``np.array_equal``, not approximately) equal to
+        user ``user_ids[k]``, bit for bit (``np.array_equal``, not approximately) equal to
         ``score(np.repeat(user_ids, n), np.tile(item_ids, m)).reshape(m, n)``: exact ties must
         stay exact, and full-catalog scores must be the same function as the sampled evaluation's.
         Full-catalog evaluation uses it when present, instead of scoring ``m x n`` repeated
-        pairs, and verifies it against ``score`` on the first chunk. ``attribute_overlap`` and
-        ``popularity`` provide it; ``residualized_attribute`` does not (its scores depend on the
-        batch).
+        pairs, and verifies it against ``score`` on the first chunk. All built-ins provide it.
+
+    :func:`tieaudit.scorers.testing.check_scorer_conformance` runs the battery of checks any
+    scorer must pass (the built-ins and ``examples/my_scorer.py`` pass it in the tests).
     """
 
     def fit(self, history: pd.DataFrame, item_attributes: pd.DataFrame) -> Scorer: ...
@@ -162,28 +177,60 @@ def check_scorer(obj: object, name: str | None = None) -> None:
                 "fit(history, item_attributes) -> self and score(user_ids, item_ids) -> float64 "
                 "array"
             )
-        try:
-            inspect.signature(fn).bind(None, None)
-        except TypeError as exc:
-            raise ScorerInterfaceError(
-                f"{what} ({type(obj).__name__}).{method} cannot be called with two positional "
-                f"arguments: {exc}"
-            ) from exc
-        except ValueError:  # pragma: no cover - builtins without a signature
-            pass
+        _check_arguments(fn, f"{what} ({type(obj).__name__}).{method}", 2)
+    for method, n_args in _OPTIONAL_METHODS:
+        if not hasattr(obj, method):
+            continue
+        fn = getattr(obj, method)
+        if not callable(fn):
+            raise ScorerInterfaceError(f"{what} ({type(obj).__name__}).{method} is not callable")
+        _check_arguments(fn, f"{what} ({type(obj).__name__}).{method}", n_args)
 
 
-def score_candidates(candidates: pd.DataFrame, scorer: Scorer) -> pd.DataFrame:
+#: Optional scorer methods and their number of positional arguments (see :class:`Scorer`).
+_OPTIONAL_METHODS = (("calibrate", 1), ("score_matrix", 2))
+
+
+def _check_arguments(fn, label: str, n_args: int) -> None:
+    """Raise :class:`ScorerInterfaceError` unless ``fn`` takes ``n_args`` positional arguments."""
+    try:
+        inspect.signature(fn).bind(*[None] * n_args)
+    except TypeError as exc:
+        words = {1: "one positional argument", 2: "two positional arguments"}[n_args]
+        raise ScorerInterfaceError(f"{label} cannot be called with {words}: {exc}") from exc
+    except ValueError:  # pragma: no cover - builtins without a signature
+        pass
+
+
+def calibrate_scorer(scorer: Scorer, pairs: pd.DataFrame) -> Scorer:
+    """Call ``scorer.calibrate(pairs[["user_id", "item_id"]])`` if the scorer has ``calibrate``
+    (see :class:`Scorer`); a scorer without it is left as it is. Returns ``scorer``."""
+    missing = [c for c in ("user_id", "item_id") if c not in pairs.columns]
+    if missing:
+        raise ValueError(f"calibration pairs lack column(s) {missing}")
+    calibrate = getattr(scorer, "calibrate", None)
+    if calibrate is not None:
+        calibrate(pairs[["user_id", "item_id"]])
+    return scorer
+
+
+def score_candidates(
+    candidates: pd.DataFrame, scorer: Scorer, *, calibrate: bool = True
+) -> pd.DataFrame:
     """A copy of ``candidates`` with a float64 ``score`` column from a fitted ``scorer``.
 
-    All pairs are scored in one call (``scorer.score(user_ids, item_ids)`` with object arrays of
-    id strings, in stored order), so batch-dependent scorers see the whole candidate set. An
-    existing ``score`` column is replaced. The result must have one finite float per line,
-    otherwise ``ValueError``.
+    With ``calibrate`` (default) a scorer that has ``calibrate`` is first calibrated on the
+    candidates' ``(user_id, item_id)`` pairs (:func:`calibrate_scorer`), as the pipeline's
+    sampled step does; ``calibrate=False`` keeps a calibration made beforehand. All pairs are
+    then scored in one call (``scorer.score(user_ids, item_ids)`` with object arrays of id
+    strings, in stored order). An existing ``score`` column is replaced. The result must have one
+    finite float per line, otherwise ``ValueError``.
     """
     missing = [c for c in ("user_id", "item_id") if c not in candidates.columns]
     if missing:
         raise ValueError(f"candidates lack column(s) {missing}")
+    if calibrate:
+        calibrate_scorer(scorer, candidates)
     users = candidates["user_id"].to_numpy(dtype=object)
     items = candidates["item_id"].to_numpy(dtype=object)
     raw = scorer.score(users, items)
