@@ -34,7 +34,7 @@ def test_parse_plain_rules(kind: str) -> None:
         ("random:0", "random", 0),
         ("Random:123", "random", 123),
         ("hash:007", "hash", 7),
-        ("hash:18446744073709551616", "hash", 2**64),
+        ("hash:18446744073709551615", "hash", 2**64 - 1),
     ],
 )
 def test_parse_seeded_rules(text: str, kind: str, seed: int) -> None:
@@ -70,6 +70,7 @@ def test_seed_forbidden(kind: str) -> None:
     [
         ("hash:-1", "seed must be >= 0"),
         ("random:-5", "seed must be >= 0"),
+        ("hash:18446744073709551616", "seed must be below 2**64"),  # would wrap to hash:0
         ("hash:abc", "cannot parse"),
         ("hash:1.5", "cannot parse"),
         ("hash:1:2", "cannot parse"),

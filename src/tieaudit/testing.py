@@ -149,12 +149,12 @@ def measures(max_k: int = 10) -> st.SearchStrategy:
 def tie_rules(*, invariant_only: bool = False, max_seed: int = 2**32) -> st.SearchStrategy:
     """:class:`tieaudit.rules.TieRule` values (only the row-order-invariant ones if asked)."""
     _require()
-    from .rules import RULE_KINDS, TieRule
+    from .rules import TieRule, rule_kinds
 
-    kinds = [k for k in RULE_KINDS if not invariant_only or k not in ("input_order", "random")]
+    kinds = [k for k in rule_kinds() if k.invariant or not invariant_only]
 
-    def build(kind: str, seed: int) -> TieRule:
-        return TieRule(kind, seed if kind in ("hash", "random") else None)
+    def build(kind, seed: int) -> TieRule:
+        return TieRule(kind.name, seed if kind.seeded else None)
 
     return st.builds(build, st.sampled_from(kinds), st.integers(0, max_seed))
 
