@@ -15,6 +15,9 @@ Hypothesis is only a test dependency: importing this module works without it (th
 :func:`permute_within_rows` and :func:`permute_lines` need only numpy and pandas), and calling a
 strategy without hypothesis installed raises an :class:`ImportError` that says what to install.
 No other tieaudit module imports this one.
+
+:func:`check_tie_rule` (from :mod:`tieaudit.rules.conformance`) is the conformance check any tie
+rule kind can run, as the built-ins do in the test suite.
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
+
+from .rules.conformance import check_tie_rule
 
 try:  # hypothesis is a test-only dependency
     from hypothesis import strategies as st
@@ -40,6 +45,7 @@ __all__ = [
     "tie_rules",
     "permute_within_rows",
     "permute_lines",
+    "check_tie_rule",
 ]
 
 #: Characters ids are built from: ASCII letters and digits (so ids like "007" occur), Latin-1,
