@@ -46,8 +46,8 @@ line per row — its relevant item — and say in counts what every rule needs. 
   number from 0 to ``n_tied``; the rule ranks it ``n_higher + 1 + before``. ``hash_mean`` over
   ``N`` seeds needs ``before:hash:0`` .. ``before:hash:N-1``. ``before:input_order`` is the
   relevant item's place among its tie group in the (conceptual) stored order; the rules that
-  depend on the stored order without a column of their own (``random:SEED``) are computed from
-  it (:mod:`tieaudit.rules`), and the audit's permutations act on it.
+  depend on the stored order without a column of their own (e.g. ``random:SEED``) are computed
+  from it (:mod:`tieaudit.rules`), and the audit's permutations act on it.
 * ``n_modal`` (optional, diagnostics only) — the size of the row's largest group of equal scores.
 
 A summary table has exactly one line per row, labelled 1, and no ``n_relevant`` other than 1.
