@@ -43,9 +43,9 @@ def ranks_by_row(ev, rule: str = "reversed_input") -> dict[str, list[int]]:
 
 def test_hand_example_loses_every_tie_when_stored_first() -> None:
     # relevant "a" stored first among a tie of four below one higher item: last of its group
-    frame = pd.DataFrame([("r", "u", "a", 1, 2.0), ("r", "u", "top", 0, 5.0),
-                          ("r", "u", "x", 0, 2.0), ("r", "u", "y", 0, 2.0),
-                          ("r", "u", "z", 0, 2.0), ("r", "u", "low", 0, 1.0)], columns=COLS)  # fmt: skip
+    lines = [("r", "u", "a", 1, 2.0), ("r", "u", "top", 0, 5.0), ("r", "u", "x", 0, 2.0),
+             ("r", "u", "y", 0, 2.0), ("r", "u", "z", 0, 2.0), ("r", "u", "low", 0, 1.0)]
+    frame = pd.DataFrame(lines, columns=COLS)
     ev = evaluate(frame, MEASURES, ["reversed_input", "input_order", "pessimistic", "optimistic"],
                   rank_cap=None)  # fmt: skip
     assert ev["reversed_input"].ranks.tolist() == [[5]] == ev["pessimistic"].ranks.tolist()
@@ -76,9 +76,13 @@ def summary_of(frame: pd.DataFrame) -> pd.DataFrame:
     for _, part in frame.groupby("row", sort=False):
         rel = part[part["label"] == 1].iloc[0]
         group = part[part["score"] == rel["score"]]
-        out.append({**rel.to_dict(), "n_higher": int((part["score"] > rel["score"]).sum()),
-                    "n_tied": len(group) - 1, "n_lower": int((part["score"] < rel["score"]).sum()),
-                    "before:input_order": int(np.flatnonzero(group["label"].to_numpy())[0])})  # fmt: skip
+        out.append({
+            **rel.to_dict(),
+            "n_higher": int((part["score"] > rel["score"]).sum()),
+            "n_tied": len(group) - 1,
+            "n_lower": int((part["score"] < rel["score"]).sum()),
+            "before:input_order": int(np.flatnonzero(group["label"].to_numpy())[0]),
+        })  # fmt: skip
     return pd.DataFrame(out)
 
 
@@ -131,7 +135,8 @@ def test_full_catalogue_equals_argsort_of_the_materialised_rows(position: str) -
         s = scorer.score(ids, np.array(others + [held_item], dtype=object))
         row = [(f"u{u}", u, it, 0, sc) for it, sc in zip(others, s[:-1], strict=True)]
         tied = [j for j, sc in enumerate(s[:-1]) if sc == s[-1]]
-        row.insert(tied[place] if place < len(tied) else len(row), (f"u{u}", u, held_item, 1, s[-1]))
+        at = tied[place] if place < len(tied) else len(row)
+        row.insert(at, (f"u{u}", u, held_item, 1, s[-1]))
         lines += row
     assert ranks_by_row(ev) == argsort_ranks(pd.DataFrame(lines, columns=COLS))
 

@@ -13,11 +13,12 @@ Row-order invariance
 
 Tie diagnostics
     :func:`tie_diagnostics` (typed, :class:`Diagnostics`; :func:`diagnostics` gives it as the
-    table ``diagnostics.csv``) describes how much ties can matter: the share of rows whose relevant item
-    is tied, the distribution of the tie-group size ``t`` at the relevant item, the share of rows
-    with a tie group that straddles each cutoff ``k`` (``g < k < g + t``: the tie rule decides
-    top-k membership), the share of candidates sitting at their row's most common score, where the
-    relevant item is stored, and the optimistic - pessimistic gap of each measure.
+    table ``diagnostics.csv``) describes how much ties can matter: the share of rows whose
+    relevant item is tied, the distribution of the tie-group size ``t`` at the relevant item, the
+    share of rows with a tie group that straddles each cutoff ``k`` (``g < k < g + t``: the tie
+    rule decides top-k membership), the share of candidates sitting at their row's most common
+    score, where the relevant item is stored, and the optimistic - pessimistic gap of each
+    measure.
 
     With several relevant items in a row, "the relevant item" of the tie-size and storage
     diagnostics is the row's *best* one (highest score, then smallest item id: the first in

@@ -49,7 +49,7 @@ __all__ = [
 
 # The built-in rule kinds, one module each (or one per small family); importing registers them,
 # in the order of the tables and of a summary table's ``before:`` columns.
-from . import input_order, reversed_input, bounds, expected, hashed, random, ids  # noqa: E402, F401, I001
+from . import input_order, reversed_input, bounds, expected, hashed, random, ids  # noqa: E402, F401
 
 #: The kinds registered when this package was imported.
 RULE_KINDS = tuple(k.name for k in rule_kinds())

@@ -237,7 +237,8 @@ class TieRule:
 
 
 def parse_rule(text: str | TieRule) -> TieRule:
-    """Parse ``"input_order"``, ``"hash:7"``, ``"random:0"``, ``"hash_mean"``, ... into a TieRule."""
+    """Parse ``"input_order"``, ``"hash:7"``, ``"random:0"``, ``"hash_mean"``, ... into a
+    TieRule."""
     if isinstance(text, TieRule):
         return text
     m = _PATTERN.match(str(text).lower())
