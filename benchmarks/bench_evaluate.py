@@ -23,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 
 from tieaudit import CandidateTable, evaluate
-from tieaudit.evaluate import _hash_codes
+from tieaudit.rules.hashed import hash_codes
 from tieaudit.hashing import pair_keys, seeded_keys
 
 N_CANDIDATES = 100
@@ -68,8 +68,8 @@ def _distinct_items(rng: np.random.Generator, n_rows: int) -> np.ndarray:
 
 def naive_hash_mean(table: CandidateTable, n_seeds: int, k: int = 10) -> np.ndarray:
     """Mean nDCG@k per seed by hashing every candidate and lexsorting every row per seed."""
-    uh = _hash_codes(table.user_ids, table.user)
-    ih = _hash_codes(table.item_ids, table.item)
+    uh = hash_codes(table.user_ids, table.user)
+    ih = hash_codes(table.item_ids, table.item)
     pairs = pair_keys(uh[table.user], ih[table.item])
     out = np.empty(n_seeds)
     for s in range(n_seeds):

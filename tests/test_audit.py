@@ -526,7 +526,8 @@ def test_audit_bundles_the_parts(diag_audit):
     # the permutation seed matters on this table, so the comparison above checks it is passed on
     assert not inv0.equals(inv1)
     pd.testing.assert_frame_equal(res.diagnostics, diagnostics(ev))
-    again = checklist(ev, res.diagnostics, res.invariance, headline=("HR@2", "nDCG@4"),
+    pd.testing.assert_frame_equal(res.tie_diagnostics.to_frame(), res.diagnostics)
+    again = checklist(ev, res.tie_diagnostics, res.invariance, headline=("HR@2", "nDCG@4"),
                       permutation_seed=1, title="diag.csv")  # fmt: skip
     assert res.checklist == again
 

@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
 SCORERS = ("attribute_overlap", "residualized_attribute", "popularity")
 RULES = ["input_order", "optimistic", "pessimistic", "expected", "hash:0", "hash_mean",
-         "random:0", "item_id"]  # fmt: skip
+         "random:0", "item_id", "reversed_input"]  # fmt: skip
 FULL_ROWS = 150
 
 CONFIG = {
@@ -88,6 +88,7 @@ def test_full_catalog_is_harder_and_input_order_inflates(run: Path) -> None:
     v = full[full["metric"] == "nDCG@10"].set_index("rule")["value"]
     assert v["input_order"] >= v["expected"], v.to_dict()
     assert v["input_order"] == v["optimistic"]  # the relevant item is stored first
+    assert v["reversed_input"] == v["pessimistic"]  # ... so np.argsort(s)[::-1] loses every tie
     assert v["pessimistic"] <= v["expected"] <= v["optimistic"]
     vs = sampled[sampled["metric"] == "nDCG@10"].set_index("rule")["value"]
     assert v["expected"] <= vs["expected"]  # more candidates: never easier on average here
@@ -101,6 +102,10 @@ def test_full_catalog_invariance_verdicts(run: Path) -> None:
             assert inv[rule] == "yes", (s, rule)
     inv = pd.read_csv(run / "results/mini/full/attribute_overlap/audit/invariance.csv")
     assert (inv[inv["rule"] == "input_order"]["invariant"] == "no").all()
+    assert (inv[inv["rule"] == "reversed_input"]["invariant"] == "no").all()
+    sampled = pd.read_csv(run / "results/mini/attribute_overlap/metrics.csv")
+    v = sampled[sampled["metric"] == "nDCG@10"].set_index("rule")["value"]
+    assert v["reversed_input"] == v["pessimistic"] < v["input_order"] == v["optimistic"]
 
 
 def test_paper_tables_have_the_full_catalog_block(run: Path) -> None:

@@ -427,8 +427,8 @@ def test_equal_hash_keys_fall_back_to_item_id_order(data, monkeypatch) -> None:
     def same(values):
         return np.full(len(values), 12345, dtype=np.uint64)
 
-    for name in ("tieaudit.fullcatalog", "tieaudit.evaluate"):  # (the package re-exports
-        monkeypatch.setattr(importlib.import_module(name), "string_hashes", same)  # evaluate)
+    for name in ("tieaudit.blocks", "tieaudit.rules.hashed"):  # full catalogue, stored table
+        monkeypatch.setattr(importlib.import_module(name), "string_hashes", same)
     history, rows, catalog, attrs = data
     scorer = get_scorer("attribute_overlap").fit(history, attrs)
     reduced = full_catalog_candidates(rows, history, catalog, scorer, seeds=[0, 5])

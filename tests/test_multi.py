@@ -28,6 +28,7 @@ from tieaudit.measures import parse_measure
 from tieaudit.testing import ID_ALPHABET, permute_lines, permute_within_rows
 
 ev_mod = importlib.import_module("tieaudit.evaluate")
+ties_mod = importlib.import_module("tieaudit.ties")
 
 MEASURES = [parse_measure(x) for x in (
     "HR@1", "HR@3", "MRR@3", "nDCG@2", "nDCG@5", "Recall@2", "Recall@4", "P@1", "P@3",
@@ -438,7 +439,7 @@ def test_one_relevant_fast_path_equals_general_path(frame, data) -> None:
     if data.draw(st.booleans()):
         frame = frame.assign(n_relevant=frame.groupby("row")["label"].transform("sum") + 1)
     table = CandidateTable.from_frame(frame)
-    fast, slow = ev_mod._one_per_row_structure(table), ev_mod._general_structure(table)
+    fast, slow = ties_mod._one_per_row_structure(table), ties_mod._general_structure(table)
     assert fast.one_per_row and not slow.one_per_row
     for name in ("pos", "rel_row", "g", "t", "r", "rank_in_group", "length", "n_relevant",
                  "first", "others", "other_rel", "seg_rels", "seg_starts"):  # fmt: skip
@@ -448,7 +449,7 @@ def test_one_relevant_fast_path_equals_general_path(frame, data) -> None:
     a = evaluate(table, MEASURES, rules, n_seeds=3)
     original = ev_mod.tie_structure
     try:
-        ev_mod.tie_structure = ev_mod._general_structure
+        ev_mod.tie_structure = ties_mod._general_structure
         b = evaluate(table, MEASURES, rules, n_seeds=3)
     finally:
         ev_mod.tie_structure = original

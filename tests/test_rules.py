@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from tieaudit.rules import DEFAULT_RULES, RULE_KINDS, TieRule, parse_rule, parse_rules
 from tieaudit.testing import tie_rules
 
-PLAIN = ["input_order", "optimistic", "pessimistic", "expected", "hash_mean", "item_id",
-         "docno_desc"]  # fmt: skip
+PLAIN = ["input_order", "reversed_input", "optimistic", "pessimistic", "expected", "hash_mean",
+         "item_id", "docno_desc"]  # fmt: skip
 
 
 def test_rule_kinds() -> None:
@@ -132,6 +132,7 @@ def test_str_round_trip(rule: TieRule) -> None:
 def test_invariant_by_design() -> None:
     assert not TieRule("input_order").invariant_by_design
     assert not TieRule("random", 0).invariant_by_design
+    assert not TieRule("reversed_input").invariant_by_design
     for kind in ["optimistic", "pessimistic", "expected", "hash_mean", "item_id"]:
         assert TieRule(kind).invariant_by_design
     assert TieRule("hash", 5).invariant_by_design

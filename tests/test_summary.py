@@ -7,7 +7,7 @@ table by brute force: each row's tie group is sorted under each ordered rule wit
 and the relevant item's place is read off; whole rows are ranked the same way for the ranks.
 They share no code with the library except ``hash_key`` (the documented pure-Python reference,
 pinned in test_hashing) and, for ``random:SEED``, a pure-Python transcription of the per-place
-key documented in :func:`tieaudit.evaluate.summary_random_before`.
+key documented in :func:`tieaudit.rules.random.summary_random_before`.
 """
 
 from __future__ import annotations
@@ -25,7 +25,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tieaudit import CandidateTable, evaluate, hash_key, read_candidates
-from tieaudit.audit import audit, checklist, diagnostics, invariance, permute_within_rows
+from tieaudit.audit import (
+    audit,
+    checklist,
+    diagnostics,
+    invariance,
+    permute_within_rows,
+    tie_diagnostics,
+)
 from tieaudit.candidates import CandidateError
 from tieaudit.cli import main
 from tieaudit.evaluate import hash_seed_ranks, summary_random_before
@@ -483,8 +490,8 @@ def test_checklist_of_bare_summary_table_has_no_nan() -> None:
     bare = summarise(members(), seeds=1, rules=("item_id",), modal=False)
     rules = ["optimistic", "pessimistic", "expected", "hash:0", "item_id"]
     ev = evaluate(bare, ["nDCG@10", "HR@10"], rules, rank_cap=None)
-    diag = diagnostics(ev)
-    d = diag_dict(diag)
+    diag = tie_diagnostics(ev)
+    d = diag_dict(diag.to_frame())
     assert math.isnan(d[("share_positive_stored_first", "")])  # not recorded
     assert math.isnan(d[("share_candidates_at_modal_score", "")])  # no n_modal
     inv = invariance(bare, ["nDCG@10", "HR@10"], rules, n_permutations=1, base=ev)
@@ -963,7 +970,7 @@ def test_checklist_of_untied_summary_says_the_place_does_not_matter() -> None:
 
 
 def test_seed_ranges_in_messages() -> None:
-    from tieaudit.evaluate import _seed_ranges
+    from tieaudit.rules.hashed import _seed_ranges
 
     assert _seed_ranges([0, 1, 2, 5, 7, 8]) == "0..2, 5, 7..8"
     assert _seed_ranges([4]) == "4" and _seed_ranges([]) == ""

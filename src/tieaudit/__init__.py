@@ -4,9 +4,11 @@
 >>> ev = tieaudit.evaluate("candidates.csv", ["nDCG@10", "HR@10"], ["input_order", "expected"])
 >>> ev.summary()                                               # doctest: +SKIP
 
-See :mod:`tieaudit.rules` for the tie rules, :mod:`tieaudit.measures` for the measures and their
-formulas, :mod:`tieaudit.hashing` for the stable hash behind ``hash:SEED``, and
-:mod:`tieaudit.audit` for the row-order invariance audit and the reporting checklist.
+See :mod:`tieaudit.rules` for the tie rules (one module per rule kind, one registry),
+:mod:`tieaudit.measures` for the measures and their formulas, :mod:`tieaudit.hashing` for the
+stable hash behind ``hash:SEED``, :mod:`tieaudit.evaluate` for how the evaluation is split
+(:mod:`tieaudit.ties`, :mod:`tieaudit.values`), and :mod:`tieaudit.audit` for the row-order
+invariance audit and the reporting checklist.
 """
 
 from .candidates import CandidateError, CandidateTable, read_candidates

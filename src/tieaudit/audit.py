@@ -12,15 +12,17 @@ Row-order invariance
     ``(g, t)`` of every relevant item's tie group.
 
 Tie diagnostics
-    :func:`diagnostics` describes how much ties can matter: the share of rows whose relevant item
-    is tied, the distribution of the tie-group size ``t`` at the relevant item, the share of rows
-    with a tie group that straddles each cutoff ``k`` (``g < k < g + t``: the tie rule decides
-    top-k membership), the share of candidates sitting at their row's most common score, where the
-    relevant item is stored, and the optimistic - pessimistic gap of each measure.
+    :func:`tie_diagnostics` (typed, :class:`Diagnostics`; :func:`diagnostics` gives it as the
+    table ``diagnostics.csv``) describes how much ties can matter: the share of rows whose
+    relevant item is tied, the distribution of the tie-group size ``t`` at the relevant item, the
+    share of rows with a tie group that straddles each cutoff ``k`` (``g < k < g + t``: the tie
+    rule decides top-k membership), the share of candidates sitting at their row's most common
+    score, where the relevant item is stored, and the optimistic - pessimistic gap of each
+    measure.
 
     With several relevant items in a row, "the relevant item" of the tie-size and storage
     diagnostics is the row's *best* one (highest score, then smallest item id: the first in
-    :class:`tieaudit.evaluate.TieStructure` order), which alone decides HR and MRR; the straddle
+    :class:`tieaudit.ties.TieStructure` order), which alone decides HR and MRR; the straddle
     share counts a row when *any* of its relevant items' tie groups straddles ``k`` (each one can
     move nDCG, Recall and P). These are computed over the rows with a stored relevant item. Tables
     that are not one-relevant-item-per-row also get ``mean_relevant_per_row``,
@@ -32,22 +34,25 @@ Tie diagnostics
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 import pandas as pd
 
 from .candidates import CandidateTable, as_table
-from .evaluate import DEFAULT_SEEDS, Evaluation, evaluate
+from .evaluate import DEFAULT_SEEDS, EXACT_RULE, Evaluation, evaluate
 from .measures import DEFAULT_MEASURES, Measure, parse_measure, parse_measures
-from .rules import DEFAULT_RULES, TieRule, parse_rules
-from .seeds import make_rng
+from .rules import DEFAULT_RULES, Result, TieRule, parse_rules
+from .ties import structure_type
 
 __all__ = [
     "AuditResult",
     "audit",
     "invariance",
     "diagnostics",
+    "tie_diagnostics",
+    "Diagnostics",
+    "SeveralRelevant",
     "checklist",
     "permute_within_rows",
     "permutation_names",
@@ -78,38 +83,10 @@ def permute_within_rows(table: CandidateTable, how: str, seed: int = 0) -> Candi
     ``p`` among its ``t`` tie-group members (``before:input_order``): ``positive_last`` makes it
     ``t - 1``, ``reversed`` ``t - 1 - p``, ``shuffle:P`` a uniform place on ``0 .. t - 1`` (from
     the same generator). Every other count of a summary table is a function of ids and scores,
-    which no permutation changes.
+    which no permutation changes. (Each kind of table permutes itself:
+    :meth:`tieaudit.ties.TieStructure.permute`.)
     """
-    if table.is_summary:
-        return _permute_summary(table, how, seed)
-    idx = np.arange(table.n_candidates)
-    if how == "positive_last":
-        order = np.lexsort((idx, table.label, table.row))
-    elif how == "reversed":
-        order = np.lexsort((-idx, table.row))
-    elif how.startswith("shuffle:"):
-        p = int(how.split(":", 1)[1])
-        noise = make_rng(seed, "audit-shuffle", p).random(table.n_candidates)
-        order = np.lexsort((noise, table.row))
-    else:
-        raise ValueError(f"unknown permutation {how!r}")
-    return table.take(order, source=f"{table.source} [{how}]")
-
-
-def _permute_summary(table: CandidateTable, how: str, seed: int) -> CandidateTable:
-    if "input_order" not in table.before:
-        return table  # no stored position recorded: nothing a permutation could move
-    tied = table.n_tied
-    if how == "positive_last":
-        place = tied
-    elif how == "reversed":
-        place = tied - table.before["input_order"]
-    elif how.startswith("shuffle:"):
-        p = int(how.split(":", 1)[1])
-        place = make_rng(seed, "audit-shuffle", p).integers(0, tied + 1)
-    else:
-        raise ValueError(f"unknown permutation {how!r}")
-    return table.with_before("input_order", place, source=f"{table.source} [{how}]")
+    return structure_type(table).permute(table, how, seed)
 
 
 def invariance(
@@ -156,90 +133,111 @@ def invariance(
     return pd.DataFrame(rows, columns=list(INVARIANCE_COLUMNS))
 
 
-def _modal_share(table: CandidateTable, length: np.ndarray) -> float:
-    """Share of candidates whose score is their row's most common score (``length``: each row's
-    candidates, unstored ones included). Stored lines only, except on a summary table with
-    ``n_modal``; NaN on a summary table without it."""
-    if table.is_summary:
-        if table.n_modal is None:
-            return float("nan")
-        return float(table.n_modal.sum() / length.sum())
-    order = np.lexsort((table.score, table.row))
-    r, s = table.row[order], table.score[order]
-    new = np.r_[True, (r[1:] != r[:-1]) | (s[1:] != s[:-1])]
-    starts = np.flatnonzero(new)
-    runs = np.diff(np.r_[starts, len(r)])
-    best = np.zeros(table.n_rows, dtype=np.int64)
-    np.maximum.at(best, r[starts], runs)
-    return float(best.sum() / table.n_candidates)
+@dataclass(frozen=True)
+class SeveralRelevant:
+    """Diagnostics of a table that is not one relevant item per row."""
+
+    mean_relevant_per_row: float
+    share_rows_with_several_relevant: float
+    rows_without_stored_relevant: int
 
 
-def diagnostics(ev: Evaluation) -> pd.DataFrame:
-    """Tie diagnostics of an evaluation's table (``diagnostic, key, value``; see module doc)."""
+@dataclass(frozen=True)
+class Diagnostics:
+    """The tie diagnostics of an evaluation (see the module docstring), typed.
+
+    The scalar fields are in the order of :meth:`to_frame`'s lines; ``stored_among`` says what
+    the storage shares are taken among: ``"row"``, or ``"tie group"`` (a summary table, whose
+    full rows are never stored). ``straddles`` maps each cutoff ``k`` to the share of rows whose
+    tie group straddles it, ``gap`` each measure to the optimistic - pessimistic gap of its mean,
+    ``tie_sizes`` each tie-group size ``t`` at the relevant item to its number of rows.
+    """
+
+    rows: int
+    candidates: int
+    stored_lines: int
+    mean_candidates_per_row: float
+    share_positive_tied: float
+    mean_tie_size_at_positive: float
+    median_tie_size_at_positive: float
+    max_tie_size_at_positive: int
+    mean_tie_size_at_positive_when_tied: float
+    share_candidates_at_modal_score: float
+    share_positive_stored_first: float
+    share_positive_stored_last: float
+    share_positive_strictly_first: float
+    stored_among: str
+    several: SeveralRelevant | None
+    straddles: dict[int, float]
+    gap: dict[Measure, float]
+    tie_sizes: dict[int, int]
+
+    def to_frame(self) -> pd.DataFrame:
+        """The long table ``diagnostic, key, value`` (``diagnostics.csv``)."""
+        out: list[tuple[str, str, float]] = [
+            (f.name, "", getattr(self, f.name))
+            for f in fields(self)
+            if isinstance(getattr(self, f.name), int | float)
+        ]
+        if self.several is not None:
+            out += [(f.name, "", getattr(self.several, f.name)) for f in fields(self.several)]
+        out += [("share_tie_group_straddles_k", f"k={k}", v) for k, v in self.straddles.items()]
+        out += [("optimistic_minus_pessimistic", str(m), v) for m, v in self.gap.items()]
+        out += [("rows_with_tie_size", f"t={s}", c) for s, c in self.tie_sizes.items()]
+        return pd.DataFrame(out, columns=list(DIAGNOSTIC_COLUMNS))
+
+
+def _mean(x: np.ndarray) -> float:
+    return float(x.mean()) if len(x) else 0.0
+
+
+def tie_diagnostics(ev: Evaluation) -> Diagnostics:
+    """Tie diagnostics of an evaluation's table, typed (see :class:`Diagnostics`)."""
     ts, table = ev.structure, ev.table
     w = ts.n_rows
     has = ts.first >= 0
     best = ts.first[has]  # each row's best relevant item (rows with one stored)
-    pos, g, t = ts.pos[best], ts.g[best], ts.t[best]
+    g, t = ts.g[best], ts.t[best]
     tied = t > 1
-
-    def mean(x: np.ndarray) -> float:
-        return float(x.mean()) if len(x) else 0.0
-
-    if table.is_summary:  # first / last among the relevant item's tie group, in tied rows
-        place = table.before.get("input_order")
-        nan = float("nan")
-        in_tie = table.n_tied > 0
-        known = place is not None and bool(in_tie.any())
-        stored_first = mean(place[in_tie] == 0) if known else nan
-        stored_last = mean(place[in_tie] == table.n_tied[in_tie]) if known else nan
-    else:
-        line = np.arange(table.n_candidates)
-        first = np.full(w, table.n_candidates, dtype=np.int64)
-        np.minimum.at(first, table.row, line)
-        last = np.full(w, -1, dtype=np.int64)
-        np.maximum.at(last, table.row, line)
-        stored_first, stored_last = mean(pos == first[has]), mean(pos == last[has])
-
-    out: list[tuple[str, str, float]] = [
-        ("rows", "", w),
-        ("candidates", "", int(ts.length.sum())),
-        ("stored_lines", "", table.n_candidates),
-        ("mean_candidates_per_row", "", float(ts.length.mean())),
-        ("share_positive_tied", "", mean(tied)),
-        ("mean_tie_size_at_positive", "", mean(t)),
-        ("median_tie_size_at_positive", "", float(np.median(t)) if len(t) else 0.0),
-        ("max_tie_size_at_positive", "", int(t.max()) if len(t) else 0),
-        ("mean_tie_size_at_positive_when_tied", "", mean(t[tied])),
-        ("share_candidates_at_modal_score", "", _modal_share(table, ts.length)),
-        ("share_positive_stored_first", "", stored_first),
-        ("share_positive_stored_last", "", stored_last),
-        ("share_positive_strictly_first", "", mean((g == 0) & ~tied)),
-    ]
+    stored_first, stored_last, among = ts.storage()
+    several = None
     if not table.one_relevant:
         n_pos = table.n_positive
-        out += [
-            ("mean_relevant_per_row", "", float(n_pos.mean())),
-            ("share_rows_with_several_relevant", "", float((n_pos > 1).mean())),
-            ("rows_without_stored_relevant", "", int((n_pos == 0).sum())),
-        ]
+        several = SeveralRelevant(
+            float(n_pos.mean()), float((n_pos > 1).mean()), int((n_pos == 0).sum())
+        )
+    straddles = {}
     for k in sorted({m.k for m in ev.measures}):
-        straddles = np.zeros(w, dtype=bool)
-        straddles[ts.rel_row[(ts.g < k) & (ts.g + ts.t > k)]] = True
-        out.append(("share_tie_group_straddles_k", f"k={k}", mean(straddles[has])))
-    opt, pess = ev.bound("optimistic"), ev.bound("pessimistic")
-    for m in ev.measures:
-        out.append(("optimistic_minus_pessimistic", str(m), float((opt[m] - pess[m]).mean())))
+        hit = np.zeros(w, dtype=bool)
+        hit[ts.rel_row[(ts.g < k) & (ts.g + ts.t > k)]] = True
+        straddles[k] = _mean(hit[has])
+    low, high = ev.bounds()
     sizes, counts = np.unique(t, return_counts=True)
-    for s, c in zip(sizes, counts, strict=True):
-        out.append(("rows_with_tie_size", f"t={int(s)}", int(c)))
-    frame = pd.DataFrame(out, columns=list(DIAGNOSTIC_COLUMNS))
-    return frame
+    return Diagnostics(
+        rows=w,
+        candidates=int(ts.length.sum()),
+        stored_lines=table.n_candidates,
+        mean_candidates_per_row=float(ts.length.mean()),
+        share_positive_tied=_mean(tied),
+        mean_tie_size_at_positive=_mean(t),
+        median_tie_size_at_positive=float(np.median(t)) if len(t) else 0.0,
+        max_tie_size_at_positive=int(t.max()) if len(t) else 0,
+        mean_tie_size_at_positive_when_tied=_mean(t[tied]),
+        share_candidates_at_modal_score=ts.modal_share(),
+        share_positive_stored_first=stored_first,
+        share_positive_stored_last=stored_last,
+        share_positive_strictly_first=_mean((g == 0) & ~tied),
+        stored_among=among,
+        several=several,
+        straddles=straddles,
+        gap={m: float((high[m] - low[m]).mean()) for m in ev.measures},
+        tie_sizes={int(s): int(c) for s, c in zip(sizes, counts, strict=True)},
+    )
 
 
-def _value(frame: pd.DataFrame, diagnostic: str, key: str = "") -> float:
-    sel = frame[(frame["diagnostic"] == diagnostic) & (frame["key"] == key)]
-    return float(sel["value"].iloc[0])
+def diagnostics(ev: Evaluation) -> pd.DataFrame:
+    """Tie diagnostics of an evaluation's table (``diagnostic, key, value``; see module doc)."""
+    return tie_diagnostics(ev).to_frame()
 
 
 def _pct(x: float) -> str:
@@ -248,7 +246,7 @@ def _pct(x: float) -> str:
 
 def checklist(
     ev: Evaluation,
-    diag: pd.DataFrame,
+    diag: Diagnostics,
     inv: pd.DataFrame,
     *,
     headline: Sequence[str | Measure] = ("nDCG@10", "HR@10"),
@@ -256,7 +254,8 @@ def checklist(
     permutation_seed: int = 0,
     title: str | None = None,
 ) -> str:
-    """A Markdown reporting checklist filled in from the evaluation, diagnostics and invariance."""
+    """A Markdown reporting checklist filled in from the evaluation, its diagnostics
+    (:func:`tie_diagnostics`) and invariance."""
     summary = ev.summary()
     heads = [parse_measure(h) for h in headline if parse_measure(h) in ev.measures]
     if not heads:
@@ -266,25 +265,20 @@ def checklist(
     verdict = inv.drop_duplicates("rule").set_index("rule")
     moved = verdict["share_rows_moved"]
 
-    exact = {  # the bounds and the expectation follow from the ties, whichever rules were run
-        "optimistic": lambda m: float(ev.bound("optimistic")[m].mean()),
-        "pessimistic": lambda m: float(ev.bound("pessimistic")[m].mean()),
-        "expected": lambda m: float(ev.expected.values[m].mean()),
-    }
-
     def val(rule: str, m: Measure, col: str = "value") -> float:
         sel = summary[(summary["rule"] == rule) & (summary["metric"] == str(m))]
         if len(sel):
             return float(sel[col].iloc[0])
-        return exact[rule](m) if col == "value" and rule in exact else float("nan")
+        # the bounds and the expectation follow from the ties, whichever rules were run
+        return float(ev.result(rule).values[m].mean()) if col == "value" else float("nan")
 
-    first = _value(diag, "share_positive_stored_first")
-    last = _value(diag, "share_positive_stored_last")
-    tied = _value(diag, "share_positive_tied")
+    first = diag.share_positive_stored_first
+    last = diag.share_positive_stored_last
+    tied = diag.share_positive_tied
     lines = [f"# Tie-handling report: {title or ev.table.source}", ""]
     lines += [
-        f"{w:,} evaluation rows, {int(_value(diag, 'candidates')):,} candidates "
-        f"({_value(diag, 'mean_candidates_per_row'):.1f} a row). "
+        f"{w:,} evaluation rows, {diag.candidates:,} candidates "
+        f"({diag.mean_candidates_per_row:.1f} a row). "
         "Scores and candidates held fixed; only the tie rule changes.",
         "",
         "## Headline numbers",
@@ -292,11 +286,12 @@ def checklist(
         "| rule | " + " | ".join(str(m) for m in heads) + " |",
         "|---|" + "---|" * len(heads),
     ]
-    for r in rules:
+    for rule in ev.rules:
+        r = str(rule)
         cells = []
         for m in heads:
             v = val(r, m)
-            if r in ("expected", "hash_mean"):
+            if rule.spec.result is not Result.RANKING:  # a distribution or a mean over seeds
                 cells.append(f"{v:.4f} ± {val(r, m, 'sd'):.4f}")
             else:
                 cells.append(f"{v:.4f}")
@@ -316,7 +311,7 @@ def checklist(
 
     item(True, f"**Tie rule used for the reported numbers:** `{reported_rule}`. "
                f"Rules evaluated here: {', '.join(f'`{r}`' for r in rules)}.")  # fmt: skip
-    summary_table = ev.table.is_summary
+    summary_table = diag.stored_among == "tie group"
     if summary_table and tied == 0:
         item(True, "**Where the relevant item is stored:** no relevant item is tied, so its "
                    "stored place decides nothing.")  # fmt: skip
@@ -336,12 +331,12 @@ def checklist(
             f"**Where the relevant item is stored:** first in {_pct(first)} of rows, "
             f"last in {_pct(last)}, elsewhere in {_pct(max(0.0, 1 - first - last))}.",
         )
-    if not ev.table.one_relevant:
-        missing = int(_value(diag, "rows_without_stored_relevant"))
+    if diag.several is not None:
+        missing = diag.several.rows_without_stored_relevant
         item(
             True,
-            f"**Relevant items per row:** {_value(diag, 'mean_relevant_per_row'):.2f} stored on "
-            f"average; {_pct(_value(diag, 'share_rows_with_several_relevant'))} of rows have "
+            f"**Relevant items per row:** {diag.several.mean_relevant_per_row:.2f} stored on "
+            f"average; {_pct(diag.several.share_rows_with_several_relevant)} of rows have "
             f"several relevant items"
             + (f", {missing:,} {'row has' if missing == 1 else 'rows have'} none stored (every "
                "measure 0 there)" if missing else "")
@@ -367,28 +362,29 @@ def checklist(
         True,
         f"**Share tied:** the relevant item is tied with at least one other candidate in "
         f"{_pct(tied)} of rows (mean tie-group size at the relevant item "
-        f"{_value(diag, 'mean_tie_size_at_positive'):.2f}, max "
-        f"{int(_value(diag, 'max_tie_size_at_positive'))})"
+        f"{diag.mean_tie_size_at_positive:.2f}, max {diag.max_tie_size_at_positive})"
         + (
             f"; {_pct(modal)} of candidates sit at their row's most common score."
-            if not np.isnan(modal := _value(diag, "share_candidates_at_modal_score"))
+            if not np.isnan(modal := diag.share_candidates_at_modal_score)
             else "."
         ),
     )
+    exp = str(EXACT_RULE)
+    low, high = EXACT_RULE.spec.support or ()
     for m in heads:
-        straddle = _value(diag, "share_tie_group_straddles_k", f"k={m.k}")
         item(
             True,
-            f"**{m}: expected value and bounds:** expected {val('expected', m):.4f} "
-            f"(pessimistic {val('pessimistic', m):.4f}, optimistic {val('optimistic', m):.4f}; "
-            f"gap {val('optimistic', m) - val('pessimistic', m):.4f}); the tie group straddles "
-            f"k={m.k} in {_pct(straddle)} of rows.",
+            f"**{m}: {exp} value and bounds:** {exp} {val(exp, m):.4f} "
+            f"({low} {val(low, m):.4f}, {high} {val(high, m):.4f}; "
+            f"gap {val(high, m) - val(low, m):.4f}); the tie group straddles "
+            f"k={m.k} in {_pct(diag.straddles[m.k])} of rows.",
         )
     seeds = []
-    if "hash_mean" in rules:
-        zs = ", ".join(f"{m}: z = {val('hash_mean', m, 'z'):+.2f}" for m in heads)
-        seeds.append(f"`hash_mean` uses hash seeds 0..{ev.n_seeds - 1} ({zs})")
-    seeds += [f"`{r}` uses seed {r.split(':')[1]}" for r in rules if ":" in r]
+    for rule in ev.rules:
+        if rule.spec.result is Result.SEEDS:
+            zs = ", ".join(f"{m}: z = {val(str(rule), m, 'z'):+.2f}" for m in heads)
+            seeds.append(f"`{rule}` uses {rule.spec.per_seed} seeds 0..{ev.n_seeds - 1} ({zs})")
+    seeds += [f"`{r}` uses seed {r.seed}" for r in ev.rules if r.seed is not None]
     seeds.append(f"within-row permutations for the audit use seed {permutation_seed}")
     item(True, "**Seeds:** " + "; ".join(seeds) + ".")
     text = ", ".join(
@@ -412,12 +408,13 @@ def checklist(
 
 @dataclass(eq=False)
 class AuditResult:
-    """Everything :func:`audit` computes."""
+    """Everything :func:`audit` computes (``diagnostics`` is ``tie_diagnostics.to_frame()``)."""
 
     evaluation: Evaluation
     invariance: pd.DataFrame
     diagnostics: pd.DataFrame
     checklist: str
+    tie_diagnostics: Diagnostics | None = None
 
 
 def audit(
@@ -439,7 +436,7 @@ def audit(
     ev = evaluate(table, ms, rs, n_seeds=n_seeds, rank_cap=None)
     inv = invariance(table, ms, rs, n_permutations=n_permutations, seed=seed, n_seeds=n_seeds,
                      base=ev)  # fmt: skip
-    diag = diagnostics(ev)
+    diag = tie_diagnostics(ev)
     text = checklist(ev, diag, inv, headline=headline, reported_rule=reported_rule,
                      permutation_seed=seed, title=title)  # fmt: skip
-    return AuditResult(ev, inv, diag, text)
+    return AuditResult(ev, inv, diag.to_frame(), text, diag)

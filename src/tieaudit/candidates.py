@@ -43,12 +43,14 @@ line per row — its relevant item — and say in counts what every rule needs. 
   the tie group has ``t = 1 + n_tied`` members; with ``n_higher`` (``g``) and ``n_lower`` it gives
   the row's length ``1 + n_higher + n_tied + n_lower``. ``optimistic``, ``pessimistic`` and
   ``expected`` need nothing more.
-* ``before:RULE`` — for an ordered rule (``input_order``, ``item_id``, ``docno_desc``,
+* ``before:RULE`` — for a recorded rule (one a full-catalog reduction counts:
+  :func:`tieaudit.rules.recorded_rules`, today ``input_order``, ``item_id``, ``docno_desc`` and
   ``hash:SEED``), the number of tie-group members the rule puts before the relevant item, a whole
   number from 0 to ``n_tied``; the rule ranks it ``n_higher + 1 + before``. ``hash_mean`` over
   ``N`` seeds needs ``before:hash:0`` .. ``before:hash:N-1``. ``before:input_order`` is the
-  relevant item's place among its tie group in the (conceptual) stored order; ``random:SEED`` is
-  computed from it (:mod:`tieaudit.evaluate`), and the audit's permutations act on it.
+  relevant item's place among its tie group in the (conceptual) stored order; the rules that
+  depend on the stored order without a column of their own (e.g. ``random:SEED``) are computed
+  from it (:mod:`tieaudit.rules`), and the audit's permutations act on it.
 * ``n_modal`` (optional, diagnostics only) — the size of the row's largest group of equal scores.
 
 A summary table has exactly one line per row, labelled 1, and no ``n_relevant`` other than 1.
@@ -75,6 +77,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ._numbers import not_a_number_text, number_text
+from .rules import parse_rule, rule_kinds
 
 __all__ = [
     "CandidateTable", "CandidateError", "read_candidates", "REQUIRED_COLUMNS", "COUNT_COLUMNS",
@@ -88,8 +91,9 @@ COUNT_COLUMNS = ("n_relevant", "n_higher", "n_lower")
 SUMMARY_COUNT_COLUMNS = ("n_tied", "n_modal")
 #: Prefix of a summary table's per-rule columns, ``before:RULE``.
 BEFORE_PREFIX = "before:"
-#: Rule kinds a ``before:RULE`` column may describe.
-BEFORE_RULES = ("input_order", "item_id", "docno_desc", "hash")
+#: Rule kinds a ``before:RULE`` column may describe: those a full-catalog reduction records
+#: (derived from the registry, :func:`tieaudit.rules.recorded_rules`).
+BEFORE_RULES = tuple(k.name for k in rule_kinds() if k.records)
 _ID_COLUMNS = ("row", "user_id", "item_id")
 _SHOW = 5  # offending lines named in an error message
 
@@ -503,17 +507,15 @@ def _is_count_column(name: str) -> bool:
 
 def _before_rule(column: str, source: str) -> str:
     """The normalised rule name of a ``before:RULE`` column."""
-    from .rules import parse_rule
-
     text = column[len(BEFORE_PREFIX) :]
     try:
         rule = parse_rule(text)
     except ValueError as exc:
         raise CandidateError(f"{source}: column {column!r}: {exc}") from None
-    if rule.kind not in BEFORE_RULES:
+    if not rule.spec.records:
+        known = ", ".join(k.syntax for k in rule_kinds() if k.records)
         raise CandidateError(
-            f"{source}: column {column!r}: a before: column describes one of "
-            f"{', '.join(BEFORE_RULES[:-1])} or hash:SEED, not {rule}"
+            f"{source}: column {column!r}: a before: column describes one of {known}, not {rule}"
         )
     return str(rule)
 
@@ -533,12 +535,10 @@ def _check_summary(row, is_pos, row_ids, counts, before, bad_rows) -> None:
             f"before:{name} above n_tied",
             "before:RULE counts members of the relevant item's tie group (at most n_tied)",
         )
-    if "item_id" in before and "docno_desc" in before:
-        bad_rows(
-            np.flatnonzero(before["item_id"] + before["docno_desc"] != tied),
-            "before:item_id + before:docno_desc other than n_tied",
-            "every tied item's id sorts either before or after the relevant item's",
-        )
+    for kind in rule_kinds():  # a rule kind's own consistency check of its recorded counts
+        problem = kind.check_recorded(before, tied)
+        if problem is not None:
+            bad_rows(np.flatnonzero(problem[0]), problem[1], problem[2])
     if "n_modal" in counts:
         # the largest group of equal scores: the tie group, or one inside the higher or lower ones
         largest = np.maximum(1 + tied, np.maximum(counts.get("n_higher", 0), counts.get("n_lower", 0)))

@@ -20,7 +20,7 @@ from .candidates import (
 from .evaluate import DEFAULT_SEEDS, evaluate
 from .io import atomic_write_many, frame_to_text
 from .measures import DEFAULT_MEASURES
-from .rules import DEFAULT_RULES, RULE_KINDS, parse_rules
+from .rules import DEFAULT_RULES, RULE_KINDS, help_text, parse_rules
 from .trec import read_trec
 
 _DEFAULT_METRICS = [str(m) for m in DEFAULT_MEASURES]
@@ -48,18 +48,7 @@ ties by docno descending: the rule docno_desc reproduces its P_k, recall_k, ndcg
 relevance) and recip_rank per query (docno_desc is added to the default rules for a run).
 """
 
-_RULES_HELP = """\
-tie rules (how candidates with equal scores are ordered):
-  input_order   stored order (a stable sort by score)          depends on row order
-  optimistic    the relevant item wins every tie               upper bound
-  pessimistic   the relevant item loses every tie              lower bound
-  expected      exact expectation under a uniform random tie order
-  hash:SEED     ties ordered by a stable 64-bit hash of (SEED, user_id, item_id)
-  hash_mean     hash:0 .. hash:N-1 (N = --seeds): mean, sd, min, max over seeds
-  random:SEED   seeded shuffle of the stored order, then a stable sort: depends on row order
-  item_id       item id ascending (invariant, but favours ids that sort first)
-  docno_desc    item id descending: trec_eval's tie order (invariant, but biased)
-"""
+_RULES_HELP = help_text()
 
 
 def _count(text: str) -> int:

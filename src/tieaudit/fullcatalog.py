@@ -25,6 +25,9 @@ Columns (:func:`summary_columns`)
 n_lower, n_modal`` (the size of the row's largest group of equal scores, for the audit's
 diagnostics), then ``before:RULE``:
 
+one per rule kind that counts over a block of scores (:meth:`tieaudit.rules.RuleKind.block_before`,
+listed by :func:`tieaudit.rules.recorded_rules`; the rule modules document their counts):
+
 * ``before:input_order`` — the relevant item's place among its tie group in the stored order.
   The conceptual stored order of a row is the relevant item at ``positive_position``
   (``"first"``, the common implementation the paper audits and the sampled setting's default:
@@ -34,14 +37,15 @@ diagnostics), then ``before:RULE``:
 * ``before:item_id`` / ``before:docno_desc`` — tied items whose id sorts before / after the
   relevant item's (code-point order).
 * ``before:hash:S`` for every seed ``S`` of ``seeds`` (default ``0 .. 99``, what ``hash_mean``
-  over 100 seeds and ``hash:0`` need) — tied items whose key ``key(S, user, item)``
-  (:mod:`tieaudit.hashing`) is smaller than the relevant item's (equal keys: smaller item id
-  first). Exact: every tie member's key is computed, for every seed (about 2 ns a member and
-  seed).
+  over 100 seeds and ``hash:0`` need; :func:`tieaudit.rules.recorded_seeds` gives them for a
+  list of rules) — tied items whose key ``key(S, user, item)`` (:mod:`tieaudit.hashing`) is
+  smaller than the relevant item's (equal keys: smaller item id first). Exact: every tie
+  member's key is computed, for every seed (about 2 ns a member and seed).
 
-``random:SEED`` is not recorded: its shuffle permutes the stored positions of a table, and on a
-summary table the evaluator draws it per row from ``before:input_order``
-(:func:`tieaudit.evaluate.summary_random_before`).
+Rules without a block count derive theirs from these columns on the summary table:
+``reversed_input`` is ``n_tied - before:input_order``; ``random:SEED`` is drawn per row from
+``before:input_order`` (its shuffle permutes the stored positions of a table, which a summary
+table does not have: :func:`tieaudit.rules.random.summary_random_before`).
 
 Conventions
 -----------
@@ -96,9 +100,10 @@ from collections.abc import Callable, Iterable
 import numpy as np
 import pandas as pd
 
-from tieaudit._arrays import row_blocks, segment_sums
+from tieaudit.blocks import BlockContext, TieBlock
 from tieaudit.evaluate import DEFAULT_SEEDS
-from tieaudit.hashing import mix64, pair_keys, seeded_keys, string_hashes
+from tieaudit.hashing import mix64
+from tieaudit.rules import MAX_SEED, TieRule, recorded_rules, rule_kinds
 from tieaudit.sampling import row_id
 from tieaudit.scorers.base import calibrate_scorer
 from tieaudit.seeds import make_rng, make_seed
@@ -117,13 +122,10 @@ __all__ = [
 FULL_COLUMNS = (
     "row", "user_id", "item_id", "label", "score", "n_higher", "n_tied", "n_lower", "n_modal",
 )  # fmt: skip
-#: Key rules recorded besides the hash seeds (``before:input_order`` leads).
-_KEY_RULES = ("input_order", "item_id", "docno_desc")
 #: Default pair budget of one chunk (rows x catalogue items scored at once).
 DEFAULT_CHUNK_PAIRS = 2_000_000
 _CHECK_PAIRS = 4096  # pairs of the first chunk used to check batch independence
 _CHECK_USERS = 8  # users of the first chunk whose score_matrix rows are checked against score
-_HASH_BLOCK = 1 << 16  # tie members hashed together, per seed (cache-sized)
 
 PairScore = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
@@ -176,16 +178,17 @@ def _check_batch_independent(score: PairScore, users: np.ndarray, items: np.ndar
 
 
 def summary_columns(seeds: Iterable[int] = range(DEFAULT_SEEDS)) -> list[str]:
-    """The columns of :func:`full_catalog_candidates`'s output, in order."""
-    return list(FULL_COLUMNS) + [f"before:{r}" for r in _KEY_RULES] + [
-        f"before:hash:{s}" for s in _seed_list(seeds)
-    ]
+    """The columns of :func:`full_catalog_candidates`'s output, in order: :data:`FULL_COLUMNS`,
+    then ``before:RULE`` for every recorded rule (:func:`tieaudit.rules.recorded_rules`)."""
+    return list(FULL_COLUMNS) + [f"before:{r}" for r in recorded_rules(_seed_list(seeds))]
 
 
 def _seed_list(seeds: Iterable[int]) -> list[int]:
     out = sorted({int(s) for s in seeds})
     if out and out[0] < 0:
         raise ValueError(f"hash seeds must be >= 0, got {out[0]}")
+    if out and out[-1] > MAX_SEED:
+        raise ValueError(f"hash seeds must be at most 2**64 - 1, got {out[-1]}")
     return out
 
 
@@ -314,10 +317,8 @@ def full_catalog_candidates(
     if calibration is not None:
         calibrate_scorer(scorer, calibration)
     block, native = block_scorer(scorer)
-    item_hash = string_hashes(cat) if seed_list else np.zeros(n_items, np.uint64)
-    need_users = bool(seed_list) or positive_position == "random"
-    user_hash = string_hashes(users) if need_users else np.zeros(n_rows, np.uint64)
-    place = _user_uniform(user_hash, seed) if positive_position == "random" else None
+    context = BlockContext(cat, users)
+    uniform = _user_uniform(context.user_hashes(), seed) if positive_position == "random" else None
 
     parts: list[dict[str, np.ndarray]] = []
     for lo in range(0, n_rows, chunk_rows):
@@ -335,17 +336,9 @@ def full_catalog_candidates(
             raise ValueError(f"scorer returned shape {s.shape} for {c} x {n_items} pairs")
         if not np.all(np.isfinite(s)):
             raise ValueError("scorer returned non-finite scores")
-        part = _reduce_chunk(
-            s, pos[lo:hi], h_row, h_item, h_start, lo, item_hash, user_hash[lo:hi], seed_list
-        )
+        place = _placement(positive_position, uniform, lo, hi)
+        part = _reduce_chunk(s, pos[lo:hi], h_row, h_item, h_start, lo, context, seed_list, place)
         del s
-        tied = part["n_tied"]
-        if positive_position == "first":
-            part["before:input_order"] = np.zeros(c, dtype=np.int64)
-        elif positive_position == "last":
-            part["before:input_order"] = tied.copy()
-        else:  # random: uniform on 0 .. n_tied from the user's number
-            part["before:input_order"] = np.floor(place[lo:hi] * (tied + 1)).astype(np.int64)
         parts.append(part)
         if progress is not None:
             progress(hi, n_rows)
@@ -375,6 +368,23 @@ def _user_uniform(user_hash: np.ndarray, seed: int) -> np.ndarray:
     return (mix64(user_hash ^ salt) >> np.uint64(11)).astype(np.float64) / float(1 << 53)
 
 
+def _placement(
+    positive_position: str, uniform: np.ndarray | None, lo: int, hi: int
+) -> Callable[[np.ndarray], np.ndarray]:
+    """The relevant item's place among its tie group in the conceptual stored order of rows
+    ``lo .. hi - 1``, from their ``n_tied`` (see ``positive_position``)."""
+
+    def place(tied: np.ndarray) -> np.ndarray:
+        if positive_position == "first":
+            return np.zeros(len(tied), dtype=np.int64)
+        if positive_position == "last":
+            return tied.copy()
+        # random: uniform on 0 .. n_tied from the user's number
+        return np.floor(uniform[lo:hi] * (tied + 1)).astype(np.int64)
+
+    return place
+
+
 def _reduce_chunk(
     s: np.ndarray,
     pos: np.ndarray,
@@ -382,9 +392,9 @@ def _reduce_chunk(
     h_item: np.ndarray,
     h_start: np.ndarray,
     lo: int,
-    item_hash: np.ndarray,
-    user_hash: np.ndarray,
+    context: BlockContext,
     seeds: list[int],
+    placement: Callable[[np.ndarray], np.ndarray],
 ) -> dict[str, np.ndarray]:
     """Reduce a ``c x n_items`` score block (rows ``lo .. lo + c - 1``) to its summary lines."""
     c, n_items = s.shape
@@ -409,54 +419,23 @@ def _reduce_chunk(
         "n_lower": n_lower,
         "n_modal": _modal_counts(s, candidate),
     }
-    item_before = segment_sums(t_item < pos[t_row], n_tied)
-    out["before:item_id"] = item_before
-    out["before:docno_desc"] = n_tied - item_before
-    if seeds:
-        _hash_counts(out, seeds, pair_keys(user_hash, item_hash[pos]), item_hash, user_hash,
-                     t_row, t_item, pos, n_tied)  # fmt: skip
+    block = TieBlock(context, lo, pos, n_higher, n_tied, t_row, t_item, placement(n_tied))
+    out.update(_recorded_counts(block, seeds))
     return out
 
 
-def _hash_counts(
-    out: dict[str, np.ndarray],
-    seeds: list[int],
-    pair_rel: np.ndarray,
-    item_hash: np.ndarray,
-    user_hash: np.ndarray,
-    t_row: np.ndarray,
-    t_item: np.ndarray,
-    pos: np.ndarray,
-    n_tied: np.ndarray,
-) -> None:
-    """``out["before:hash:S"]``: per row, the tie members whose ``key(S, user, item)`` is below
-    the relevant item's, for every seed.
-
-    The tie members are taken in blocks of whole rows of about ``_HASH_BLOCK`` members, so that
-    the per-seed passes (one ``mix``, one comparison, one segment sum) stay in cache. ``key`` is a
-    bijection of ``pair(u, i)`` for a fixed seed, so two keys collide for some seed exactly when
-    their pairs are equal: that is checked once, not per seed (equal keys: smaller item id first).
-    """
-    counts = np.zeros((len(seeds), len(n_tied)), dtype=np.int64)
-    ends = np.cumsum(n_tied)
-    for lo, hi in row_blocks(n_tied, _HASH_BLOCK):
-        a, b = int(ends[lo - 1] if lo else 0), int(ends[hi - 1])
-        if b > a:
-            size = n_tied[lo:hi]
-            pair_tie = pair_keys(user_hash[t_row[a:b]], item_hash[t_item[a:b]])
-            collide = pair_tie == np.repeat(pair_rel[lo:hi], size)
-            smaller = (t_item[a:b] < np.repeat(pos[lo:hi], size)) if collide.any() else None
-            key_tie = np.empty_like(pair_tie)
-            flags = np.empty(b - a, dtype=bool)
-            for j, sd in enumerate(seeds):
-                seeded_keys(pair_tie, sd, out=key_tie)
-                key_rel = np.repeat(seeded_keys(pair_rel[lo:hi], sd), size)
-                np.less(key_tie, key_rel, out=flags)
-                if smaller is not None:
-                    flags |= collide & smaller
-                counts[j, lo:hi] = segment_sums(flags, size)
-    for j, sd in enumerate(seeds):
-        out[f"before:hash:{sd}"] = counts[j]
+def _recorded_counts(block: TieBlock, seeds: list[int]) -> dict[str, np.ndarray]:
+    """``before:RULE`` of the block's rows for every recorded rule (a seeded kind once for all
+    of ``seeds``)."""
+    out: dict[str, np.ndarray] = {}
+    for kind in rule_kinds():
+        if not kind.records or (kind.seeded and not seeds):
+            continue
+        draws = seeds if kind.seeded else []
+        counts = kind.block_before(block, draws)
+        for j, sd in enumerate(draws or [None]):
+            out[f"before:{TieRule(kind.name, sd)}"] = counts[j]
+    return out
 
 
 def _modal_counts(s: np.ndarray, candidate: np.ndarray) -> np.ndarray:

@@ -30,7 +30,7 @@ its rank uniform on ``g+1 .. g+t``; the exact expectation of a measure ``m`` is 
 which for nDCG is the tie-averaged DCG of McSherry & Najork (2008), "Computing Information Retrieval
 Performance Measures Efficiently in the Presence of Tied Scores", ECIR 2008; its variance is
 ``E[m^2] - E[m]^2``. Note that plugging the mean rank ``g + (t+1)/2`` into ``m`` does *not* give
-the expected measure (``m`` is not linear in ``r``). :mod:`tieaudit.evaluate` gives the exact
+the expected measure (``m`` is not linear in ``r``). :mod:`tieaudit.rules.expected` gives the exact
 expectation and variance for several relevant items per row.
 """
 

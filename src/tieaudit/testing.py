@@ -15,6 +15,9 @@ Hypothesis is only a test dependency: importing this module works without it (th
 :func:`permute_within_rows` and :func:`permute_lines` need only numpy and pandas), and calling a
 strategy without hypothesis installed raises an :class:`ImportError` that says what to install.
 No other tieaudit module imports this one.
+
+:func:`check_tie_rule` (from :mod:`tieaudit.rules.conformance`) is the conformance check any tie
+rule kind can run, as the built-ins do in the test suite.
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
+
+from .rules.conformance import check_tie_rule
 
 try:  # hypothesis is a test-only dependency
     from hypothesis import strategies as st
@@ -40,6 +45,7 @@ __all__ = [
     "tie_rules",
     "permute_within_rows",
     "permute_lines",
+    "check_tie_rule",
 ]
 
 #: Characters ids are built from: ASCII letters and digits (so ids like "007" occur), Latin-1,
@@ -149,12 +155,12 @@ def measures(max_k: int = 10) -> st.SearchStrategy:
 def tie_rules(*, invariant_only: bool = False, max_seed: int = 2**32) -> st.SearchStrategy:
     """:class:`tieaudit.rules.TieRule` values (only the row-order-invariant ones if asked)."""
     _require()
-    from .rules import RULE_KINDS, TieRule
+    from .rules import TieRule, rule_kinds
 
-    kinds = [k for k in RULE_KINDS if not invariant_only or k not in ("input_order", "random")]
+    kinds = [k for k in rule_kinds() if k.invariant or not invariant_only]
 
-    def build(kind: str, seed: int) -> TieRule:
-        return TieRule(kind, seed if kind in ("hash", "random") else None)
+    def build(kind, seed: int) -> TieRule:
+        return TieRule(kind.name, seed if kind.seeded else None)
 
     return st.builds(build, st.sampled_from(kinds), st.integers(0, max_seed))
 

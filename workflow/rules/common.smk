@@ -119,8 +119,11 @@ wildcard_constraints:
 
 
 def lib(*modules):
-    """Library files a step imports: inputs of its rule, so editing them reruns the step."""
-    return [str(LIB / m) for m in ("__init__.py",) + modules]
+    """Library files a step imports (the modules and all they import, derived from the source):
+    inputs of its rule, so editing them reruns the step."""
+    from tieaudit.workflow import library_files
+
+    return library_files(LIB, ("__init__.py",) + modules)
 
 
 def dataset_cfg(dataset):
@@ -232,13 +235,12 @@ def audit_files(name):
 
 
 def recorded_hash_seeds():
-    """Hash seeds a full-catalog summary records: hash_mean's 0..n_seeds-1 and every hash:S."""
-    rules = [str(r).strip().lower() for r in config["evaluation"]["rules"]]
-    seeds = (
-        set(range(config["evaluation"]["n_seeds"])) if "hash_mean" in rules else set()
+    """Hash seeds a full-catalog summary records for the configured rules (the registry's)."""
+    from tieaudit.rules import recorded_seeds
+
+    return recorded_seeds(
+        config["evaluation"]["rules"], config["evaluation"]["n_seeds"]
     )
-    seeds |= {int(r.split(":", 1)[1]) for r in rules if r.startswith("hash:")}
-    return sorted(seeds)
 
 
 def full_rows(wildcards):

@@ -34,7 +34,6 @@ rule evaluate:
             "evaluate.py",
             "hashing.py",
             "measures.py",
-            "rules.py",
             "io.py",
         ),
     output:

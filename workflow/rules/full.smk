@@ -53,7 +53,6 @@ use rule evaluate as evaluate_full with:
             "evaluate.py",
             "hashing.py",
             "measures.py",
-            "rules.py",
             "io.py",
         ),
     output:

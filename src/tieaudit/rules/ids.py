@@ -1,0 +1,84 @@
+"""``item_id`` and ``docno_desc``: ties ordered by item id, ascending / descending.
+
+Ids compare by Unicode code point (item codes follow that order, :mod:`tieaudit.candidates`).
+Both are row-order invariant but biased: they favour items whose ids sort first (``item_id``) or
+last (``docno_desc``, trec_eval's order, :mod:`tieaudit.trec`). On a full catalogue with distinct
+ids every tied item sorts either before or after the relevant one, so the two recorded counts sum
+to ``n_tied`` (a summary table is checked for that).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, ClassVar
+
+import numpy as np
+
+from .._arrays import segment_sums
+from .base import RefLine, RuleKind, register
+
+if TYPE_CHECKING:
+    from ..blocks import TieBlock
+    from ..ties import StoredTies
+
+
+def _ids_before(block: TieBlock) -> np.ndarray:
+    """Per row of ``block``, the tied items whose id sorts before the relevant item's."""
+    return block.memo(
+        "ids:before", lambda: segment_sums(block.t_item < block.pos[block.t_row], block.n_tied)
+    )
+
+
+class _ById(RuleKind):
+    """Ties ordered by item id, ascending, or descending when ``descending``."""
+
+    invariant = True
+    descending: ClassVar[bool]
+
+    def line_key(self, ties: StoredTies, seed: int | None) -> np.ndarray:
+        return -ties.table.item if self.descending else ties.table.item
+
+    def block_before(self, block: TieBlock, seeds: Sequence[int]) -> np.ndarray:
+        before = _ids_before(block)
+        return (block.n_tied - before if self.descending else before)[None, :]
+
+    def reference_key(self, seed: int | None, n_lines: int) -> Callable[[RefLine], str]:
+        if self.descending:
+            return lambda line: _Desc(line.item)
+        return lambda line: line.item
+
+
+class ItemId(_ById):
+    name = "item_id"
+    order = "item id ascending (code-point order)"
+    note = "biased: favours ids that sort first"
+    descending = False
+
+
+class DocnoDesc(_ById):
+    name = "docno_desc"
+    order = "item id descending: trec_eval's tie order"
+    note = "biased: favours ids that sort last"
+    descending = True
+
+    def check_recorded(
+        self, before: Mapping[str, np.ndarray], n_tied: np.ndarray
+    ) -> tuple[np.ndarray, str, str] | None:
+        if "item_id" not in before or "docno_desc" not in before:
+            return None
+        return (
+            before["item_id"] + before["docno_desc"] != n_tied,
+            "before:item_id + before:docno_desc other than n_tied",
+            "every tied item's id sorts either before or after the relevant item's",
+        )
+
+
+class _Desc(str):
+    """A string that sorts in reverse code-point order."""
+
+    def __lt__(self, other: str) -> bool:  # type: ignore[override]
+        return str.__gt__(self, other)
+
+
+ITEM_ID = register(ItemId())
+DOCNO_DESC = register(DocnoDesc())

@@ -1,0 +1,102 @@
+"""``random:SEED``: a seeded shuffle of the stored order, then a stable sort by score.
+
+The common "fix" for ties that still depends on row order: the shuffle
+(``numpy.random.default_rng(SEED).permutation`` of the table's stored positions) permutes
+positions, so where a candidate was stored still decides where it lands.
+
+On a summary table the stored order of a row's tie group is known only through the relevant
+item's place ``p`` in it (``before:input_order``), so the shuffle is drawn per row
+(:func:`summary_random_before`); it is then not the ``random:SEED`` of the stored full table
+(``summary_exact`` is False).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .._arrays import row_blocks, segment_sums
+from ..hashing import pair_keys, seeded_keys
+from .base import RefLine, RuleKind, TieRule, register
+from .hashed import hash_codes
+
+if TYPE_CHECKING:
+    from ..candidates import CandidateTable
+    from ..ties import StoredTies, SummaryTies
+
+__all__ = ["summary_random_before", "RANDOM"]
+
+
+def _positions(seed: int, n_lines: int) -> np.ndarray:
+    """Each line's position after the seeded shuffle of ``n_lines`` stored positions."""
+    order = np.random.default_rng(seed).permutation(n_lines)
+    position = np.empty_like(order)
+    position[order] = np.arange(len(order))
+    return position
+
+
+def _summary_before(ties: SummaryTies, seed: int) -> np.ndarray:
+    p = ties.stored_place(f"random:{seed}")
+    t = ties.t
+    out = np.zeros(ties.n_rows, dtype=np.int64)
+    rows = np.flatnonzero(t > 1)
+    if len(rows) == 0:
+        return out
+    rh = hash_codes(ties.table.row_ids, rows)
+    for lo, hi in row_blocks(t[rows], 1 << 22):
+        sel = rows[lo:hi]
+        size = t[sel]
+        start = np.cumsum(size) - size
+        place = np.arange(int(size.sum()), dtype=np.int64) - np.repeat(start, size)
+        owner = np.repeat(np.arange(len(sel)), size)
+        keys = seeded_keys(pair_keys(rh[sel][owner], place.astype(np.uint64)), seed)
+        mine = keys[start + p[sel]]
+        before = (keys < mine[owner]) | ((keys == mine[owner]) & (place < p[sel][owner]))
+        out[sel] = segment_sums(before, size)
+    return out
+
+
+def summary_random_before(table: CandidateTable, seed: int) -> np.ndarray:
+    """``random:SEED`` on a summary table: members placed before the relevant item, per row.
+
+    The rule shuffles stored positions and then sorts stably. On a summary table the stored order
+    of a row's tie group is known only through the relevant item's place ``p`` in it
+    (``before:input_order``), so the shuffle is drawn per row: place ``j`` of the group
+    (``0 .. t-1``) gets the key ``mix(mix(H(row) ^ mix(j + G)) ^ salt(SEED))`` (the
+    :mod:`tieaudit.hashing` key with the row id for the user and the place for the item), and
+    the relevant item is preceded by the places with smaller keys. As on a stored table, the
+    outcome depends on the stored order, but only through the relevant item's place ``p`` (the
+    audit moves it; a permutation of the other members that keeps ``p`` moves it on a stored
+    table, not here, so the audit's share of rows moved is a lower bound); over seeds it is
+    uniform on ``0 .. t-1``. It is not ``random:SEED`` of the full stored table, whose shuffle
+    permutes the positions of every line of the table.
+    """
+    from ..ties import SummaryTies
+
+    return _summary_before(SummaryTies.build(table), seed)
+
+
+class Random(RuleKind):
+    name = "random"
+    seeded = True
+    order = "seeded shuffle of the stored order, then a stable sort"
+    invariant = False
+    summary_exact = False
+
+    def line_key(self, ties: StoredTies, seed: int | None) -> np.ndarray:
+        return _positions(int(seed or 0), ties.table.n_candidates)
+
+    def summary_before(self, ties: SummaryTies, seeds: Sequence[int]) -> np.ndarray:
+        return np.stack([_summary_before(ties, s) for s in seeds])
+
+    def recorded_for(self, rule: TieRule, n_seeds: int) -> list[TieRule]:
+        return [TieRule("input_order")]
+
+    def reference_key(self, seed: int | None, n_lines: int) -> Callable[[RefLine], int]:
+        position = _positions(int(seed or 0), n_lines)
+        return lambda line: int(position[line.idx])
+
+
+RANDOM = register(Random())

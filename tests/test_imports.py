@@ -1,0 +1,94 @@
+"""The library's import graph (tieaudit.workflow.import_graph): no cycle, and the library files a
+workflow step depends on are derived from it (lib() in workflow/rules/common.smk)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tieaudit.workflow import import_graph, library_files
+
+LIB = Path(__file__).resolve().parents[1] / "src" / "tieaudit"
+
+
+def _cycle(graph: dict[Path, set[Path]]) -> list[Path] | None:
+    """A cycle of ``graph`` as a list of nodes, or None (depth-first search)."""
+    state: dict[Path, int] = {}  # 1: on the stack, 2: done
+    stack: list[Path] = []
+
+    def visit(node: Path) -> list[Path] | None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                return stack[stack.index(nxt) :] + [nxt]
+            if nxt not in state and (found := visit(nxt)) is not None:
+                return found
+        stack.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(graph):
+        if node not in state and (found := visit(node)) is not None:
+            return found
+    return None
+
+
+def test_import_graph_has_no_cycle() -> None:
+    graph = import_graph(LIB, top_level=True)
+    cycle = _cycle(graph)
+    assert cycle is None, " -> ".join(str(p.relative_to(LIB)) for p in cycle)
+
+
+def test_cycle_finder_finds_one() -> None:
+    a, b, c = Path("a"), Path("b"), Path("c")
+    assert _cycle({a: {b}, b: {c}, c: {a}}) == [a, b, c, a]
+    assert _cycle({a: {b}, b: {c}, c: set()}) is None
+
+
+def test_import_graph_reads_relative_absolute_and_package_imports(tmp_path: Path) -> None:
+    pkg = tmp_path / "pkg"
+    (pkg / "sub").mkdir(parents=True)
+    files = {
+        "__init__.py": "from .a import x\n",
+        "a.py": "from typing import TYPE_CHECKING\nimport pkg.b\nif TYPE_CHECKING:\n"
+                "    from .c import y\n\ndef f():\n    from . import d\n",
+        "b.py": "from pkg.sub import e\n",
+        "c.py": "", "d.py": "",
+        "sub/__init__.py": "from .. import c\n", "sub/e.py": "",
+    }  # fmt: skip
+    for name, text in files.items():
+        (pkg / name).write_text(text)
+    top = {p.relative_to(pkg).as_posix(): sorted(q.relative_to(pkg).as_posix() for q in v)
+           for p, v in import_graph(pkg, top_level=True).items()}  # fmt: skip
+    assert top["a.py"] == ["b.py"]  # neither the TYPE_CHECKING nor the function's import
+    assert top["b.py"] == ["sub/__init__.py", "sub/e.py"]
+    assert top["sub/__init__.py"] == ["__init__.py", "c.py"]
+    every = {p.relative_to(pkg).as_posix(): sorted(q.relative_to(pkg).as_posix() for q in v)
+             for p, v in import_graph(pkg).items()}  # fmt: skip
+    assert every["a.py"] == ["__init__.py", "b.py", "c.py", "d.py"]  # ``from . import``
+    got = [Path(p).relative_to(pkg).as_posix() for p in library_files(pkg, ["b.py"])]
+    # the top __init__ is listed, its imports (a.py) not followed: it only re-exports
+    assert got == ["__init__.py", "b.py", "c.py", "sub/__init__.py", "sub/e.py"]
+    got = [Path(p).relative_to(pkg).as_posix() for p in library_files(pkg, ["a.py"])]
+    assert got == ["__init__.py", "a.py", "b.py", "c.py", "d.py", "sub/__init__.py", "sub/e.py"]
+
+
+@pytest.mark.parametrize(
+    ("module", "needs", "not_needed"),
+    [
+        ("evaluate.py", ["ties.py", "values.py", "rules/base.py", "rules/hashed.py"],
+         ["audit.py", "fullcatalog.py"]),
+        ("fullcatalog.py", ["rules/ids.py", "blocks.py", "sampling.py"], ["audit.py"]),
+        ("audit.py", ["evaluate.py", "rules/expected.py"], ["fullcatalog.py"]),
+        ("data/download.py", ["_atomic.py"], ["evaluate.py", "rules/base.py", "ties.py"]),
+    ],
+)  # fmt: skip
+def test_library_files_of_a_step(module: str, needs: list[str], not_needed: list[str]) -> None:
+    got = {Path(p).relative_to(LIB).as_posix() for p in library_files(LIB, [module])}
+    assert {module, "__init__.py"} | set(needs) <= got
+    assert not got & set(not_needed)
+    if "rules/__init__.py" in got:  # the rules package imports (registers) every rule module
+        assert {f"rules/{m}.py" for m in ("input_order", "bounds", "expected", "hashed", "random",
+                                          "ids")} <= got  # fmt: skip
