@@ -2,7 +2,13 @@
 rule prepare:
     input:
         unpack(raw_files),
-        lib=lib("data/ingest.py", "_parquet.py"),
+        lib=lib(
+            "data/ingest.py",
+            "data/streams.py",
+            "data/tables.py",
+            "data/interim.py",
+            "_parquet.py",
+        ),
     output:
         interactions="data/interim/{dataset}/interactions.parquet",
         attributes="data/interim/{dataset}/item_attributes.parquet",
