@@ -5,7 +5,7 @@ localrules:
 
 rule synthesize:
     input:
-        lib=lib("data/synthetic.py"),
+        lib=lib("data/synthetic.py", "data/gen.py"),
     output:
         directory("data/demo/{dataset}"),
     log:
