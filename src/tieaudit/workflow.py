@@ -7,13 +7,14 @@ Each step calls :func:`start` first: its standard error (warnings, tracebacks, p
 
 from __future__ import annotations
 
+import ast
 import logging
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-__all__ = ["start", "inputs_except"]
+__all__ = ["start", "inputs_except", "library_files"]
 
 
 def start(snakemake: Any) -> logging.Logger:
@@ -38,3 +39,45 @@ def start(snakemake: Any) -> logging.Logger:
 def inputs_except(snakemake: Any, *names: str) -> dict[str, str]:
     """The rule's named inputs as a dict, without ``names`` (e.g. the library files)."""
     return {k: v for k, v in snakemake.input.items() if k not in names}
+
+
+def library_files(*modules: str | None) -> list[str]:
+    """The files of the ``tieaudit`` modules that ``modules`` import, themselves included, found by
+    reading their ``import`` statements (nothing is imported or run), as paths relative to the
+    ``tieaudit`` package folder, sorted; ``None`` entries are skipped. A package's ``__init__.py``
+    on the way is listed but not followed (the package root re-exports what a step does not
+    use). For a rule's ``input:``, so editing any of them reruns the step: derived, not kept by
+    hand."""
+    root = Path(__file__).resolve().parent
+    found: set[Path] = set()
+    todo = [m for m in modules if m is not None]
+    while todo:
+        name = todo.pop()
+        path = _module_file(root, name)
+        if path is None or path in found:
+            continue
+        found.add(path)
+        parts = name.split(".")
+        found.update(root.joinpath(*parts[1:i], "__init__.py") for i in range(1, len(parts)))
+        package = parts if path.name == "__init__.py" else parts[:-1]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                todo += [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = package[: len(package) - node.level + 1] if node.level else []
+                base = ".".join(base + ([node.module] if node.module else []))
+                todo += [base] + [f"{base}.{a.name}" for a in node.names]
+    return sorted(str(p.relative_to(root)) for p in found)
+
+
+def _module_file(root: Path, name: str) -> Path | None:
+    """The file of the ``tieaudit`` module ``name``; ``None`` for anything else (another package,
+    or a name imported from a module rather than a module)."""
+    parts = name.split(".")
+    if parts[0] != "tieaudit":
+        return None
+    package = root.joinpath(*parts[1:], "__init__.py")
+    if package.is_file():
+        return package
+    module = root.joinpath(*parts[1:]).with_suffix(".py") if len(parts) > 1 else None
+    return module if module is not None and module.is_file() else None

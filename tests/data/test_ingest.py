@@ -19,9 +19,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tieaudit.data import ingest as ing
 from tieaudit.data import interim, tables
 from tieaudit.data.ingest import IngestError, ingest, normalise_attribute
+from tieaudit.sources import _genome_tags
 
 BEAUTY = "Beauty_and_Personal_Care"
 AMAZON_HEADER = "user_id,parent_asin,rating,timestamp,history"
@@ -341,7 +341,7 @@ def test_movielens_top_n_does_not_depend_on_row_order(tmp_path: Path, out: tuple
     tags = "tagId,tag\n1,a\n2,b\n3,c\n4,d\n"
     results = []
     monkeypatch.setattr(tables, "_CSV_BLOCK_BYTES", 64)  # many small batches
-    monkeypatch.setattr(ing, "_REDUCE_ROWS", 10)  # and many reductions
+    monkeypatch.setattr(_genome_tags, "_REDUCE_ROWS", 10)  # and many reductions
     for perm in (np.arange(len(rows)), rng.permutation(len(rows))):
         body = "".join(f"{rows[k][0]},{rows[k][1]},{rows[k][2]}\n" for k in perm)
         paths = {"zip": ml_zip(tmp_path, "movieId,tagId,relevance\n" + body, tags=tags)}

@@ -227,17 +227,18 @@ def test_long_json_line_is_refused_without_holding_it(tmp_path: Path, out: tuple
 _CHILD = """
 import sys, time
 from pathlib import Path
-from tieaudit.data import ingest as ing
 from tieaudit.data import interim
+from tieaudit.data.ingest import ingest
+from tieaudit.sources import generic
 inter, attrs, folder, ready = map(Path, sys.argv[1:5])
 interim._RUN_ROWS = 1  # attribute pairs spill to the scratch folder
-real = ing._generic_attributes
+real = generic._generic_attributes
 def stall(*args):
     real(*args)
     ready.write_text("ready")
     time.sleep(120)
-ing._generic_attributes = stall
-ing.ingest("generic", {"interactions": inter, "item_attributes": attrs},
+generic._generic_attributes = stall
+ingest("generic", {"interactions": inter, "item_attributes": attrs},
            folder / "i.parquet", folder / "a.parquet")
 """
 

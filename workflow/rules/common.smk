@@ -7,6 +7,8 @@ from urllib.parse import urlparse
 from tieaudit.measures import parse_measure
 from tieaudit.rules import parse_rule
 from tieaudit.scorers import ScorerInterfaceError, ScorerLoadError, check_scorer_spec
+from tieaudit.sources import source_module
+from tieaudit.workflow import library_files
 
 
 def in_workdir(path):
@@ -185,6 +187,21 @@ def synthetic_input(wildcards):
 
 def synthetic_params(wildcards):
     return dataset_cfg(wildcards.dataset)["synthetic"]
+
+
+def source_lib(entry, module):
+    """Library files a step of a dataset source imports, derived from the imports
+    of `module` and of the source's module: editing its code reruns the step."""
+    return [str(LIB / f) for f in library_files(module, source_module(entry))]
+
+
+def prepare_lib(wildcards):
+    return source_lib(dataset_cfg(wildcards.dataset)["source"], "tieaudit.data.ingest")
+
+
+def synthesize_lib(wildcards):
+    generator = dataset_cfg(wildcards.dataset)["synthetic"]["generator"]
+    return source_lib(generator, "tieaudit.data.synthetic")
 
 
 def prepare_params(wildcards):

@@ -5,7 +5,7 @@ localrules:
 
 rule synthesize:
     input:
-        lib=lib("data/synthetic.py", "data/gen.py"),
+        lib=synthesize_lib,
     output:
         directory("data/demo/{dataset}"),
     log:
