@@ -40,6 +40,7 @@ rule download:
         url=download_url,
         md5=download_md5,
         sha256=download_sha256,
+        format=download_format,
         lockfile=download_lockfile,
     script:
         "../../scripts/download.py"

@@ -10,8 +10,8 @@
   ETag, else Last-Modified) beside the ``.part``, the resume sends it as ``If-Range``, and a
   ``.part`` from another URL, of a changed file, or (unless a checksum will check the result)
   from a server that gave no validator is discarded rather than spliced onto;
-* the finished ``.part`` must be what its name says (gzip, zip and Parquet magic bytes; never an
-  HTML page) and whole: a body ended by a closed connection with no ``Content-Length`` is only
+* the finished ``.part`` must be what its name (or the caller's ``format``) says (gzip, zip and
+  Parquet magic bytes; never an HTML page) and whole: a body ended by a closed connection with no ``Content-Length`` is only
   accepted when a checksum or size is known, or when the file's own end record shows it is
   complete (gzip trailer, zip end of central directory, Parquet footer);
 * it is then verified -- against ``md5`` / ``sha256`` / ``size`` when given, and against the entry
@@ -32,6 +32,7 @@ download restarts), so no file is ever read into memory whole.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import http.client
 import json
@@ -64,6 +65,7 @@ except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
 
 __all__ = [
+    "FORMAT_NAMES",
     "DownloadError",
     "LockEntry",
     "LockFile",
@@ -552,14 +554,15 @@ class _PartFile:
 
 @dataclass(frozen=True)
 class _Format:
-    """What a file's name says it is: how its bytes start (and end), and whether the file may
-    be an HTML page."""
+    """What a file's name (or the caller) says it is: how its bytes start (and end), and whether
+    the file may be an HTML page."""
 
     what: str  # "gzip", "zip", ...; "" for a name that implies no magic bytes
     suffix: str
     magic: tuple[bytes, ...] = ()
     trailer: bytes = b""
     html: bool = False
+    why: str = ""  # why the file must be one; "": its name ends in ``suffix``
 
 
 _GZIP = (b"\x1f\x8b",)
@@ -574,6 +577,8 @@ _FORMATS = (
     _Format("HTML", ".html", html=True),
     _Format("HTML", ".htm", html=True),
 )
+#: The format names ``download(format=...)`` accepts.
+FORMAT_NAMES = tuple(dict.fromkeys(f.what for f in _FORMATS if not f.html))
 _HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 _HTML_START = re.compile(
     rb"(?:\s|<!--.*?-->)*<(?:!doctype\s+html|html|head|body|title)[\s>/]", re.IGNORECASE | re.DOTALL
@@ -581,8 +586,14 @@ _HTML_START = re.compile(
 _HTML_HINT = "an error or login page served as the file?"
 
 
-def _expected_format(name: str) -> _Format:
-    """The format the file name ``name`` implies (by its last suffix)."""
+def _expected_format(name: str, declared: str | None = None) -> _Format:
+    """The format ``declared`` names (one of :data:`FORMAT_NAMES`), else the one the file name
+    ``name`` implies (by its last suffix)."""
+    if declared is not None:
+        fmt = next((f for f in _FORMATS if f.what == declared and not f.html), None)
+        if fmt is None:
+            raise ValueError(f"unknown format {declared!r}; known: {', '.join(FORMAT_NAMES)}")
+        return dataclasses.replace(fmt, why="the dataset source expects one for this file")
     lower = name.lower()
     for fmt in _FORMATS:
         if lower.endswith(fmt.suffix):
@@ -616,9 +627,8 @@ def _format_problem(path: Path, size: int, fmt: _Format) -> str | None:
     html = _looks_like_html(head)
     if fmt.magic and not head.startswith(fmt.magic):
         page = f", an HTML page ({_HTML_HINT})" if html else ""
-        return f"not a {fmt.what} file (its name ends in {fmt.suffix}): it starts with " + (
-            f"{head[:24]!r}{page}"
-        )
+        why = fmt.why or f"its name ends in {fmt.suffix}"
+        return f"not a {fmt.what} file ({why}): it starts with {head[:24]!r}{page}"
     if fmt.trailer and tail != fmt.trailer:
         return f"not a whole {fmt.what} file: it does not end with {fmt.trailer!r}"
     if html:
@@ -692,6 +702,7 @@ def download(
     chunk_size: int = 1 << 20,
     progress: bool = True,
     session: requests.Session | None = None,
+    format: str | None = None,
 ) -> Path:
     """Download ``url`` to ``dest``, verified and atomically; return ``dest`` as a :class:`Path`.
 
@@ -706,6 +717,10 @@ def download(
         appears (``os.replace``) only after verification passed. Its name says what the file
         must be: ``.gz``, ``.zip``, ``.parquet`` (and ``.bz2``, ``.xz``, ``.zst``) must start
         with their magic bytes, and no file but an ``.html`` one may be an HTML page.
+    format:
+        What the file must be whatever its name: one of :data:`FORMAT_NAMES` (``"zip"``,
+        ``"gzip"``, ``"Parquet"``, ...), as a dataset source declares for a file key; checked
+        like a name's format (magic bytes, whole, not an HTML page). ``None``: from the name.
     md5, sha256, size:
         Expected checksums (hex, any case) and size in bytes; each one given is checked.
     lockfile:
@@ -751,13 +766,15 @@ def download(
         entry. A ``.part`` that failed verification or a write is deleted; after a network
         failure it is kept, and the next call resumes from it if it is still the same file.
     ValueError
-        A malformed ``md5``/``sha256`` argument or an unsupported URL scheme.
+        A malformed ``md5``/``sha256`` argument, an unsupported URL scheme or an unknown
+        ``format``.
     """
     dest = Path(dest)
     part = dest.with_name(dest.name + ".part")
     scheme = urlsplit(url).scheme.lower()
     if scheme not in {"http", "https", "file"}:
         raise ValueError(f"unsupported URL scheme {scheme!r} in {url!r} (http, https, file)")
+    fmt = _expected_format(dest.name, format)
     lock = None if lockfile is None else (
         lockfile if isinstance(lockfile, LockFile) else LockFile(lockfile)
     )
@@ -792,7 +809,6 @@ def download(
         log.info("%s exists and verifies; not downloading", dest)
         return dest
 
-    fmt = _expected_format(dest.name)
     try:
         dest.parent.mkdir(parents=True, exist_ok=True)
         part_file = _PartFile(part, expect.algorithms(), url=url, dest=dest)
