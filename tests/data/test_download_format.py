@@ -1,8 +1,10 @@
 """A download's expected format from what the dataset source says the file is, not only from the
-file's name: a zip behind a URL that does not end in ``.zip`` is still checked as a zip."""
+file's name: a zip behind a URL that does not end in ``.zip`` is still checked as a zip, by the
+download function and by the workflow's download step."""
 
 from __future__ import annotations
 
+import copy
 import gzip
 import io
 import zipfile
@@ -10,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.test_config_validation import BASE, snakemake
 from tieaudit.data.download import FORMAT_NAMES, DownloadError, download
 from tieaudit.sources import available_sources, get_source
 
@@ -43,3 +46,17 @@ def test_a_declared_format_is_checked_whatever_the_name(tmp_path: Path) -> None:
 def test_every_format_a_source_declares_is_one_download_checks(name: str) -> None:
     declared = {f.format for f in get_source(name).files} - {None}
     assert declared <= set(FORMAT_NAMES), declared
+
+
+@pytest.mark.slow
+def test_a_declared_zip_is_checked_whatever_its_url_is_called(tmp_path: Path) -> None:
+    cfg = copy.deepcopy(BASE)
+    cfg["datasets"] = {"ml": {"source": "movielens", "files": {"zip": {"url": "file:in/archive"}},
+                              "options": {"top_n": 5}}}
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "archive").write_bytes(gzip.compress(b"userId,movieId\n", mtime=0))
+    res = snakemake(tmp_path, cfg, "data/raw/ml/zip/archive")
+    assert res.returncode != 0
+    log = (tmp_path / "results" / "logs" / "download" / "ml" / "zip" / "archive.log").read_text()
+    assert "not a zip file (the dataset source expects one for this file)" in log, log[-2000:]
+    assert not (tmp_path / "data" / "raw" / "ml" / "zip" / "archive").exists()

@@ -44,7 +44,8 @@ ASIN_RE = re.compile(r"B0[0-9A-Z]{8}")
 
 def _generate(root: Path, dataset: str, seed: int = SEED) -> dict[str, Path]:
     return syn.generate(
-        dataset, root / dataset, scale=SCALES[dataset], seed=seed, **OPTIONS.get(dataset, {})
+        dataset, root / dataset, scale=SCALES.get(dataset, 150), seed=seed,  # 150: other sources
+        **OPTIONS.get(dataset, {}),
     )
 
 

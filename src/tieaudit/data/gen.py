@@ -220,6 +220,31 @@ def _fill_distinct(
     return have
 
 
+class _ClusterDraws:
+    """A user's distinct items, drawn mostly from the user's taste cluster (Zipf-like popularity
+    within it) and the rest from the whole catalogue (flatter popularity)."""
+
+    def __init__(self, item_cluster: np.ndarray, n_clusters: int) -> None:
+        self.n = len(item_cluster)
+        self.pools = [np.flatnonzero(item_cluster == c) for c in range(n_clusters)]
+        self.cdfs = [_zipf_cdf(len(p)) if len(p) else np.ones(1) for p in self.pools]
+        self.everything, self.everything_cdf = np.arange(self.n), _zipf_cdf(self.n, 0.3)
+
+    def items(self, rng: np.random.Generator, cluster: int, length: int, own: float,
+              other: float) -> list[int]:
+        """``length`` distinct items: from ``cluster`` with weight ``own``, from anywhere with
+        weight ``other``."""
+        sources = [(other, self.everything, self.everything_cdf)]
+        if len(self.pools[cluster]):
+            sources.insert(0, (own, self.pools[cluster], self.cdfs[cluster]))
+        return _fill_distinct(rng, [], length, sources, self.n)
+
+
+def _stars(rng: np.random.Generator, in_cluster: bool) -> int:
+    """A star rating 1..5, higher for an item of the user's own taste cluster."""
+    return int(rng.choice(5, p=_RATING_P_IN if in_cluster else _RATING_P_OUT)) + 1
+
+
 def _increasing_times(
     rng: np.random.Generator, n: int, start: int, end: int, mean_gap: float, min_gap: int
 ) -> np.ndarray:

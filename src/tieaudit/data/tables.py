@@ -36,7 +36,7 @@ _MAX_SECONDS = 7_258_118_400  # 2200-01-01T00:00:00Z
 _TIME_UNITS = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
 
 
-def _read_header(src: _Source) -> tuple[list[str], int]:
+def _read_header(src: _Source, delimiter: str = ",") -> tuple[list[str], int]:
     """The CSV header's column names (BOM and CR stripped) and its length in bytes; an empty file
     is an error."""
     with src.open() as f:
@@ -53,7 +53,7 @@ def _read_header(src: _Source) -> tuple[list[str], int]:
     if not text.strip():
         raise IngestError(f"{src.label}: empty file (no header line)", file=src.label, line=1)
     try:
-        return next(csv.reader([text.decode("utf-8")])), len(head)
+        return next(csv.reader([text.decode("utf-8")], delimiter=delimiter)), len(head)
     except UnicodeDecodeError as exc:
         raise IngestError(f"{src.label}, line 1: header is not UTF-8", file=src.label, line=1) from exc
     except csv.Error as exc:
@@ -121,9 +121,10 @@ class _BlockTooSmall(Exception):
 class _CsvReader:
     """Stream a CSV with a header; every wanted column is read as text, then validated and converted.
 
-    ``kinds`` maps a column to ``"str"`` (non-empty text), ``"float"`` (a finite number),
-    ``"float?"`` (empty -> NaN, else finite) or ``"int"`` (a 64-bit integer). Columns in
-    ``optional`` may be missing from the header; :attr:`columns` lists those present.
+    ``kinds`` maps a column to ``"str"`` (non-empty text), ``"str?"`` (text, may be empty),
+    ``"float"`` (a finite number), ``"float?"`` (empty -> NaN, else finite) or ``"int"`` (a 64-bit
+    integer). Columns in ``optional`` may be missing from the header; :attr:`columns` lists those
+    present. ``delimiter`` separates the fields (``","``; ``"\\t"`` for tab-separated files).
     """
 
     def __init__(
@@ -132,9 +133,10 @@ class _CsvReader:
         kinds: Mapping[str, str],
         bad: _BadLines,
         optional: Iterable[str] = (),
+        delimiter: str = ",",
     ) -> None:
-        self.src, self.bad = src, bad
-        header, self._header_bytes = _read_header(src)
+        self.src, self.bad, self.delimiter = src, bad, delimiter
+        header, self._header_bytes = _read_header(src, delimiter)
         optional = set(optional)
         missing = [c for c in kinds if c not in header and c not in optional]
         if missing:
@@ -181,7 +183,8 @@ class _CsvReader:
 
         options = dict(
             read_options=pacsv.ReadOptions(use_threads=False, block_size=block),
-            parse_options=pacsv.ParseOptions(invalid_row_handler=on_invalid, ignore_empty_lines=False),
+            parse_options=pacsv.ParseOptions(delimiter=self.delimiter, invalid_row_handler=on_invalid,
+                                             ignore_empty_lines=False),
             convert_options=pacsv.ConvertOptions(
                 column_types={c: pa.string() for c in self.columns},
                 include_columns=list(self.columns),
@@ -241,10 +244,11 @@ class _CsvReader:
         cols: dict[str, Any] = {}
         for c, kind in self.kinds.items():
             arr = raw[c]
-            if kind == "str":
+            if kind in ("str", "str?"):
                 cols[c] = arr
-                for i in np.flatnonzero(empty[c] & ~blank):
-                    bad_reason.setdefault(int(i), f"missing value for column {c!r}")
+                if kind == "str":
+                    for i in np.flatnonzero(empty[c] & ~blank):
+                        bad_reason.setdefault(int(i), f"missing value for column {c!r}")
                 continue
             if kind == "float?":
                 arr = pc.if_else(pa.array(empty[c]), pa.scalar(None, pa.string()), arr)

@@ -23,16 +23,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tieaudit.data.gen import (
-    _RATING_P_IN,
-    _RATING_P_OUT,
     _atomic_file,
     _check_scale,
     _choose_counts,
     _cluster_count,
-    _fill_distinct,
+    _ClusterDraws,
     _increasing_times,
     _Lines,
-    _zipf_cdf,
+    _stars,
 )
 from tieaudit.data.interim import (
     INTERACTIONS_SCHEMA,
@@ -199,10 +197,7 @@ def generate_generic(
     with _atomic_file(paths["item_attributes"]) as fh:
         fh.write("".join(attr_lines).encode("utf-8"))
 
-    pools = [np.flatnonzero(item_cluster == c) for c in range(k)]
-    cdfs = [_zipf_cdf(len(p)) if len(p) else np.ones(1) for p in pools]
-    everything = np.arange(n)
-    everything_cdf = _zipf_cdf(n, 0.3)
+    draws = _ClusterDraws(item_cluster, k)
     primary = rng.integers(0, k, scale)
     lengths = np.minimum(_choose_counts(rng, scale, 5, 5.0, 60), n)
     with _atomic_file(paths["interactions"]) as fh:
@@ -210,16 +205,12 @@ def generate_generic(
         lines.add("user_id,item_id,rating,timestamp\n")
         for u in range(scale):
             c = int(primary[u])
-            sources = [(0.12, everything, everything_cdf)]
-            if len(pools[c]):
-                sources.insert(0, (0.88, pools[c], cdfs[c]))
-            items = _fill_distinct(rng, [], int(lengths[u]), sources, n)
+            items = draws.items(rng, c, int(lengths[u]), 0.88, 0.12)
             ts = _increasing_times(
                 rng, len(items), _S_GENERIC_START, _S_GENERIC_END, 20 * 86_400.0, 1
             ).tolist()
             for it, t in zip(items, ts, strict=True):
-                p = _RATING_P_IN if item_cluster[it] == c else _RATING_P_OUT
-                r = int(rng.choice(5, p=p)) + 1
+                r = _stars(rng, item_cluster[it] == c)
                 lines.add(f"{user_ids[u]},{item_ids[it]},{r},{t}\n")
         lines.flush()
     return paths
