@@ -28,9 +28,9 @@ _REDUCE_ROWS = 1 << 19
 
 #: The options of both genome sources.
 TAG_OPTIONS = (
-    Option("threshold", "keep genome tags with relevance >= threshold (threshold and/or top_n "
-           "is required)"),
-    Option("top_n", "keep at most the top_n most relevant tags per movie (ties: relevance, "
+    Option("threshold", "keep genome tags with relevance >= `threshold` (`threshold` and/or "
+           "`top_n` is required)"),
+    Option("top_n", "keep at most the `top_n` most relevant tags per movie (ties: relevance, "
            "then tag)"),
 )
 

@@ -227,7 +227,7 @@ SOURCE = register(DatasetSource(
     parser=ingest_generic,
     generator=generate_generic,
     options=(
-        Option("timestamp_unit", "unit of the timestamp column: s or ms (a Parquet timestamp "
+        Option("timestamp_unit", "unit of the timestamp column: `s` or `ms` (a Parquet timestamp "
                "column carries its own)", "s", _check_timestamp_unit),
     ),
     check_options=None,

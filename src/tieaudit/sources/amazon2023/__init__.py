@@ -69,10 +69,10 @@ SOURCE = register(DatasetSource(
     generator=generate_amazon2023,
     options=(
         Option("attributes", "which metadata fields become attributes (required): one or more of "
-               f"{', '.join(ATTRIBUTE_FORMS)} (e.g. details.Brand); written "
-               "`<field>=<normalised value>`"),
-        Option("k_core", "with reviews: keep the iterative k-core, every user and item with at "
-               "least k_core interactions", 5, _check_k_core),
+               f"{', '.join(f'`{form}`' for form in ATTRIBUTE_FORMS)} (e.g. `details.Brand`); "
+               "written `<field>=<normalised value>`"),
+        Option("k_core", "with `reviews`: keep the iterative k-core, every user and item with at "
+               "least `k_core` interactions", 5, _check_k_core),
     ),
     example_options={"attributes": ["store", "categories", "details.Brand"]},
     check_files=_check_files,
