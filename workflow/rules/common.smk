@@ -227,10 +227,15 @@ def synthetic_params(wildcards):
     return dataset_cfg(wildcards.dataset)["synthetic"]
 
 
+def imported_lib(*modules):
+    """Library files the modules import, themselves included (derived from their
+    import statements): inputs of a rule, so editing them reruns the step."""
+    return [str(LIB / f) for f in library_files(*modules)]
+
+
 def source_lib(entry, module):
-    """Library files a step of a dataset source imports, derived from the imports
-    of `module` and of the source's module: editing its code reruns the step."""
-    return [str(LIB / f) for f in library_files(module, source_module(entry))]
+    """Library files a step of a dataset source imports: `module` and the source's."""
+    return imported_lib(module, source_module(entry))
 
 
 def prepare_lib(wildcards):

@@ -25,7 +25,7 @@ rule synthesize:
 rule download:
     input:
         synthetic_input,
-        lib=lib("data/download.py"),
+        lib=imported_lib("tieaudit.data.download"),
     output:
         "data/raw/{dataset}/{key}/{filename}",
     log:
