@@ -7,7 +7,7 @@ read from ``resource.getrusage(RUSAGE_SELF).ru_maxrss`` when the ingest returns:
 
 * **Amazon metadata -> attributes Parquet**: ``ingest("amazon2023", ...)`` with
   ``attributes=["store", "categories", "details.Brand", "main_category"]`` on files from
-  :func:`tieaudit.data.synthetic.generate_amazon2023` with ``n_items`` = 250k, 500k, 1.0M metadata
+  :func:`tieaudit.sources.amazon2023.generate_amazon2023` with ``n_items`` = 250k, 500k, 1.0M metadata
   records (~2.8 KB each, so ~2.8 GB uncompressed at full size, like the real
   ``meta_Beauty_and_Personal_Care.jsonl.gz``) and small benchmark split files (1,000 users), so
   the time is the metadata's.
@@ -47,7 +47,7 @@ ATTRIBUTES = ["store", "categories", "details.Brand", "main_category"]
 
 def build_amazon(workdir: Path, n_items: int) -> dict[str, str]:
     """Synthetic Amazon files with ``n_items`` metadata records (cached)."""
-    from tieaudit.data.synthetic import generate_amazon2023
+    from tieaudit.sources.amazon2023 import generate_amazon2023
 
     folder = workdir / f"amazon_{n_items}"
     stamp = folder / "paths.json"

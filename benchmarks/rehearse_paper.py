@@ -85,7 +85,7 @@ def _sizes(scale: float, ml_user_factor: float = 1.0) -> dict[str, int]:
 
 
 def _gen_amazon(folder: str, sizes: dict[str, int]) -> float:
-    from tieaudit.data.synthetic import generate_amazon2023
+    from tieaudit.sources.amazon2023 import generate_amazon2023
 
     t0 = time.perf_counter()
     generate_amazon2023(
@@ -102,7 +102,7 @@ def _gen_amazon(folder: str, sizes: dict[str, int]) -> float:
 
 
 def _gen_movielens(folder: str, sizes: dict[str, int]) -> float:
-    from tieaudit.data.synthetic import generate_movielens
+    from tieaudit.sources.movielens import generate_movielens
 
     t0 = time.perf_counter()
     generate_movielens(

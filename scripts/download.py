@@ -11,6 +11,7 @@ path = download(
     md5=p.md5 or None,
     sha256=p.sha256 or None,
     lockfile=p.lockfile or None,
+    format=p.format or None,
     progress=False,
 )
 log.info("downloaded %s to %s (%d bytes)", p.url, path, path.stat().st_size)

@@ -22,9 +22,21 @@ from pathlib import Path
 
 try:
     from tieaudit.data.synthetic import DATASETS, generate
+    from tieaudit.sources import get_source
 except ImportError:  # running from a checkout without the package installed
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
     from tieaudit.data.synthetic import DATASETS, generate
+    from tieaudit.sources import get_source
+
+#: Command-line flag -> generator keyword; a flag applies to the generators that take it.
+FLAGS = {
+    "items": "n_items",
+    "bench_items": "n_bench_items",
+    "with_reviews": "with_reviews",
+    "compresslevel": "compresslevel",
+    "tags": "n_tags",
+    "progress": "progress",
+}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -37,46 +49,36 @@ def main(argv: list[str] | None = None) -> int:
         "--items",
         type=int,
         default=None,
-        help="number of items (amazon2023: metadata records; movielens/genome2021: movies; "
-        "generic: items); default scales with --scale",
+        help="n_items: number of items (movies, metadata records); default scales with --scale",
     )
     parser.add_argument(
-        "--bench-items", type=int, default=None, help="amazon2023: items in the benchmark split"
+        "--bench-items", type=int, default=None, help="n_bench_items: items in a benchmark split"
     )
     parser.add_argument(
-        "--with-reviews", action="store_true", help="amazon2023: also write the raw reviews file"
+        "--with-reviews", action="store_true", help="with_reviews: also write the raw reviews file"
     )
     parser.add_argument(
         "--compresslevel",
         type=int,
-        default=6,
+        default=None,
         choices=range(0, 10),
         metavar="0-9",
-        help="amazon2023: gzip level (default 6; 1 is about twice as fast for big metadata)",
+        help="compresslevel: gzip level (default 6; 1 is about twice as fast for big metadata)",
     )
-    parser.add_argument(
-        "--tags", type=int, default=None, help="movielens/genome2021: number of genome tags"
-    )
+    parser.add_argument("--tags", type=int, default=None, help="n_tags: number of genome tags")
     parser.add_argument("--progress", action="store_true", help="report metadata progress")
     args = parser.parse_args(argv)
 
+    takes = get_source(args.dataset).generator_options
     options: dict[str, object] = {}
-    if args.items is not None:
-        options["n_items"] = args.items
-    if args.dataset == "amazon2023":
-        options["compresslevel"] = args.compresslevel
-        if args.bench_items is not None:
-            options["n_bench_items"] = args.bench_items
-        if args.with_reviews:
-            options["with_reviews"] = True
-        if args.progress:
-            options["progress"] = _progress
-    elif args.bench_items is not None or args.with_reviews:
-        parser.error("--bench-items and --with-reviews apply to amazon2023 only")
-    if args.tags is not None:
-        if args.dataset not in ("movielens", "genome2021"):
-            parser.error("--tags applies to movielens and genome2021 only")
-        options["n_tags"] = args.tags
+    for flag, keyword in FLAGS.items():
+        value = getattr(args, flag)
+        if value is None or value is False:
+            continue
+        if keyword not in takes:
+            parser.error(f"--{flag.replace('_', '-')} does not apply to {args.dataset} "
+                         f"(its generator takes: {', '.join(takes)})")
+        options[keyword] = _progress if flag == "progress" else value
 
     start = time.perf_counter()
     try:

@@ -22,6 +22,7 @@ import yaml
 
 from tests.data.httpserver import Faults, LoopbackServer
 from tieaudit.data import download as dl
+from tieaudit.data import partfile, transfer
 from tieaudit.data.download import DownloadError, LockEntry, LockFile, download, verify_file
 from tieaudit.seeds import make_rng
 
@@ -83,7 +84,7 @@ def leave_part(dest: Path, data: bytes, url: str, whole: bytes) -> None:
     leaves it: the bytes, and beside them the record of their origin."""
     part_of(dest).write_bytes(data)
     meta = dest.with_name(dest.name + ".part.meta")
-    dl._PartMeta(url, etag(whole), len(whole)).write(meta)
+    partfile._PartMeta(url, etag(whole), len(whole)).write(meta)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -314,7 +315,7 @@ def test_5xx_is_retried_with_exponential_backoff(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     sleeps: list[float] = []
-    monkeypatch.setattr(dl, "_sleep", sleeps.append)
+    monkeypatch.setattr(transfer, "_sleep", sleeps.append)
     server.faults = Faults(status=503, status_times=3)
     dest = tmp_path / "file.bin"
     download(url, dest, sha256=sha256(payload), **fast(retries=3, backoff=0.25))

@@ -19,8 +19,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tieaudit.data import ingest as ing
+from tieaudit.data import interim, tables
 from tieaudit.data.ingest import IngestError, ingest, normalise_attribute
+from tieaudit.sources import _genome_tags
 
 BEAUTY = "Beauty_and_Personal_Care"
 AMAZON_HEADER = "user_id,parent_asin,rating,timestamp,history"
@@ -109,8 +110,8 @@ def test_normalise_attribute_rules() -> None:
     assert normalise_attribute("Ｃｅｒａｖｅ\u00a0Ｘ") == "cerave x"  # NFKC + no-break space
     assert normalise_attribute("STRASSE") == normalise_attribute("straße")  # casefold, not lower
     assert normalise_attribute(" \t ") == ""
-    failures, _ = doctest.testmod(ing, verbose=False)
-    assert failures == 0
+    failures, attempted = doctest.testmod(interim, verbose=False)
+    assert failures == 0 and attempted > 0
 
 
 @settings(max_examples=300, deadline=None)
@@ -339,8 +340,8 @@ def test_movielens_top_n_does_not_depend_on_row_order(tmp_path: Path, out: tuple
     rows = [(m, t, float(rng.choice([0.1, 0.5, 0.9]))) for m in range(1, 30) for t in range(1, 5)]
     tags = "tagId,tag\n1,a\n2,b\n3,c\n4,d\n"
     results = []
-    monkeypatch.setattr(ing, "_CSV_BLOCK_BYTES", 64)  # many small batches
-    monkeypatch.setattr(ing, "_REDUCE_ROWS", 10)  # and many reductions
+    monkeypatch.setattr(tables, "_CSV_BLOCK_BYTES", 64)  # many small batches
+    monkeypatch.setattr(_genome_tags, "_REDUCE_ROWS", 10)  # and many reductions
     for perm in (np.arange(len(rows)), rng.permutation(len(rows))):
         body = "".join(f"{rows[k][0]},{rows[k][1]},{rows[k][2]}\n" for k in perm)
         paths = {"zip": ml_zip(tmp_path, "movieId,tagId,relevance\n" + body, tags=tags)}
@@ -519,7 +520,7 @@ def csv_with_bad_lines(draw: st.DrawFn) -> tuple[str, dict[int, str]]:
 def test_csv_bad_line_numbers_are_exact(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                         data: tuple[str, dict[int, str]], block: int) -> None:
     text, bad = data
-    monkeypatch.setattr(ing, "_CSV_BLOCK_BYTES", block)
+    monkeypatch.setattr(tables, "_CSV_BLOCK_BYTES", block)
     inter = tmp_path / "i.csv"
     inter.write_text(text, newline="")
     attrs = tmp_path / "a.csv"
@@ -544,14 +545,14 @@ def test_csv_bad_line_numbers_are_exact(tmp_path: Path, monkeypatch: pytest.Monk
 
 def test_output_is_byte_identical_and_row_groups_fixed(amazon: dict[str, Path], tmp_path: Path,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(ing, "ROW_GROUP_ROWS", 2)
+    monkeypatch.setattr(interim, "ROW_GROUP_ROWS", 2)
     outputs = []
     # Different CSV batch sizes, and attribute pairs sorted in memory or through run files
     # merged in small chunks: the same bytes.
     for k, (block, run, chunk) in enumerate([(80, 3, 2), (1 << 20, 1 << 20, 1 << 16)]):
-        monkeypatch.setattr(ing, "_CSV_BLOCK_BYTES", block)
-        monkeypatch.setattr(ing, "_RUN_ROWS", run)
-        monkeypatch.setattr(ing, "_MERGE_CHUNK_ROWS", chunk)
+        monkeypatch.setattr(tables, "_CSV_BLOCK_BYTES", block)
+        monkeypatch.setattr(interim, "_RUN_ROWS", run)
+        monkeypatch.setattr(interim, "_MERGE_CHUNK_ROWS", chunk)
         o = tmp_path / f"run{k}" / "i.parquet", tmp_path / f"run{k}" / "a.parquet"
         ingest("amazon2023", amazon, *o, attributes=ALL_SPECS)
         outputs.append(tuple(p.read_bytes() for p in o))
@@ -575,16 +576,16 @@ def test_pair_sorter_merges_runs_into_distinct_sorted_pairs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pairs_: list[tuple[str, str]], run: int,
     chunk: int, batch: int,
 ) -> None:
-    monkeypatch.setattr(ing, "_RUN_ROWS", run)
-    monkeypatch.setattr(ing, "_MERGE_CHUNK_ROWS", chunk)
+    monkeypatch.setattr(interim, "_RUN_ROWS", run)
+    monkeypatch.setattr(interim, "_MERGE_CHUNK_ROWS", chunk)
     scratch = tmp_path / "scratch"
     scratch.mkdir(exist_ok=True)
-    sorter = ing._PairSorter(lambda: scratch)
+    sorter = interim._PairSorter(lambda: scratch)
     for start in range(0, len(pairs_), batch):
         part = pairs_[start:start + batch]
         sorter.add(pa.array([p[0] for p in part], pa.string()),
                    pa.array([p[1] for p in part], pa.string()))
-    sink = ing._ParquetSink(tmp_path / "pairs.parquet", ing.ATTRIBUTES_SCHEMA)
+    sink = interim._ParquetSink(tmp_path / "pairs.parquet", interim.ATTRIBUTES_SCHEMA)
     sorter.write(sink)
     sink.close()
     assert pairs(tmp_path / "pairs.parquet") == sorted(set(pairs_))
@@ -597,7 +598,7 @@ def test_atomic_output_on_write_failure(amazon: dict[str, Path], out: tuple[Path
     def boom(*args: Any, **kwargs: Any) -> None:
         raise OSError("disk full")
 
-    monkeypatch.setattr(ing, "_distinct_sorted", boom)
+    monkeypatch.setattr(interim, "_distinct_sorted", boom)
     with pytest.raises(OSError, match="disk full"):
         ingest("amazon2023", amazon, *out, attributes=["store"])
     assert list(out[0].parent.iterdir()) == []

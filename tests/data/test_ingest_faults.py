@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from tests.data import test_ingest as base
 from tests.data.test_ingest import ML_SCORES, csv_with_bad_lines, frame, genome_zip, ml_zip
-from tieaudit.data import ingest as ing
+from tieaudit.data import streams, tables
 from tieaudit.data.ingest import IngestError, ingest
 
 amazon = base.amazon  # the fixtures of test_ingest, shared
@@ -89,7 +89,7 @@ def test_zip_with_a_duplicated_member_is_refused(tmp_path: Path, out: tuple[Path
 def test_line_stream_finds_the_first_long_line(lengths: list[int], limit: int, size: int,
                                                last_break: bool) -> None:
     data = b"\n".join(b"x" * n for n in lengths) + (b"\n" if last_break else b"")
-    stream = ing._LineStream(io.BytesIO(data), "f.csv", limit)
+    stream = streams._LineStream(io.BytesIO(data), "f.csv", limit)
     too_long = [k for k, n in enumerate(lengths, 1) if n > limit]
     try:
         got = b"".join(iter(lambda: stream.read(size), b""))
@@ -104,7 +104,7 @@ def test_line_stream_finds_the_first_long_line(lengths: list[int], limit: int, s
 @pytest.mark.parametrize("block", [64, 1 << 22])  # 64: the long line needs a second pass
 def test_csv_max_line_bytes_is_exact(tmp_path: Path, out: tuple[Path, Path],
                                      monkeypatch: pytest.MonkeyPatch, block: int) -> None:
-    monkeypatch.setattr(ing, "_CSV_BLOCK_BYTES", block)
+    monkeypatch.setattr(tables, "_CSV_BLOCK_BYTES", block)
     limit = 300
 
     def files(length: int) -> dict[str, Path]:
@@ -122,7 +122,7 @@ def test_csv_max_line_bytes_is_exact(tmp_path: Path, out: tuple[Path, Path],
 @pytest.mark.parametrize("chunk", [7, 100, 1 << 24])
 def test_json_max_line_bytes_is_exact(tmp_path: Path, out: tuple[Path, Path],
                                       monkeypatch: pytest.MonkeyPatch, chunk: int) -> None:
-    monkeypatch.setattr(ing, "_JSON_CHUNK_BYTES", chunk)
+    monkeypatch.setattr(streams, "_JSON_CHUNK_BYTES", chunk)
     limit = 200
 
     def ratings(length: int) -> str:
@@ -156,7 +156,7 @@ def test_csv_second_pass_keeps_records_and_bad_lines_exact(
     """A line too long for the parse block (64 bytes) makes the reader parse the file again with
     blocks of max_line_bytes: every record is kept once and every bad line counted once."""
     text, bad = data
-    monkeypatch.setattr(ing, "_CSV_BLOCK_BYTES", 64)
+    monkeypatch.setattr(tables, "_CSV_BLOCK_BYTES", 64)
     lines = text.splitlines()
     at = 1 + where % len(lines)  # the long record becomes line at + 1
     lines.insert(at, "u,i2,1," + "0" * (length - 7))
@@ -207,7 +207,7 @@ def test_missing_columns_message_stays_short(tmp_path: Path, out: tuple[Path, Pa
 
 def test_long_json_line_is_refused_without_holding_it(tmp_path: Path, out: tuple[Path, Path],
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(ing, "_JSON_CHUNK_BYTES", 1 << 16)
+    monkeypatch.setattr(streams, "_JSON_CHUNK_BYTES", 1 << 16)
     huge = '{"item_id": 1, "rating": 4, "user_id": "' + "u" * (32 << 20) + '"}\n'
     paths = {"zip": genome_zip(tmp_path, huge)}
     del huge
@@ -227,16 +227,18 @@ def test_long_json_line_is_refused_without_holding_it(tmp_path: Path, out: tuple
 _CHILD = """
 import sys, time
 from pathlib import Path
-from tieaudit.data import ingest as ing
+from tieaudit.data import interim
+from tieaudit.data.ingest import ingest
+from tieaudit.sources import generic
 inter, attrs, folder, ready = map(Path, sys.argv[1:5])
-ing._RUN_ROWS = 1  # attribute pairs spill to the scratch folder
-real = ing._generic_attributes
+interim._RUN_ROWS = 1  # attribute pairs spill to the scratch folder
+real = generic._generic_attributes
 def stall(*args):
     real(*args)
     ready.write_text("ready")
     time.sleep(120)
-ing._generic_attributes = stall
-ing.ingest("generic", {"interactions": inter, "item_attributes": attrs},
+generic._generic_attributes = stall
+ingest("generic", {"interactions": inter, "item_attributes": attrs},
            folder / "i.parquet", folder / "a.parquet")
 """
 

@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 
 from tieaudit.data import synthetic as syn
+from tieaudit.sources import genome2021, movielens
 
 SEED = 7
 SCALES = {"amazon2023": 200, "movielens": 150, "genome2021": 150, "generic": 200}
@@ -43,7 +44,8 @@ ASIN_RE = re.compile(r"B0[0-9A-Z]{8}")
 
 def _generate(root: Path, dataset: str, seed: int = SEED) -> dict[str, Path]:
     return syn.generate(
-        dataset, root / dataset, scale=SCALES[dataset], seed=seed, **OPTIONS.get(dataset, {})
+        dataset, root / dataset, scale=SCALES.get(dataset, 150), seed=seed,  # 150: other sources
+        **OPTIONS.get(dataset, {}),
     )
 
 
@@ -120,8 +122,8 @@ def test_gzip_headers_have_no_mtime_and_no_name(out: dict) -> None:
 
 def test_zip_entries_are_fixed(out: dict) -> None:
     cases = (
-        ("movielens", syn.ML_25M_MEMBERS, (2019, 11, 21, 10, 55, 0)),
-        ("genome2021", syn.GENOME_2021_MEMBERS, (2021, 6, 28, 12, 0, 0)),
+        ("movielens", movielens.ML_25M_MEMBERS, (2019, 11, 21, 10, 55, 0)),
+        ("genome2021", genome2021.GENOME_2021_MEMBERS, (2021, 6, 28, 12, 0, 0)),
     )
     for key, members, when in cases:
         with zipfile.ZipFile(out[key]["zip"]) as zf:
@@ -438,7 +440,7 @@ def test_movielens_genome_overlap_ties(out: dict) -> None:
 
 
 def test_genome2021_files(out: dict) -> None:
-    d = syn.GENOME_2021_DIR
+    d = genome2021.GENOME_2021_DIR
     with zipfile.ZipFile(out["genome2021"]["zip"]) as zf:
         meta = _zip_jsonl(zf, f"{d}/raw/metadata.json")
         ratings = _zip_jsonl(zf, f"{d}/raw/ratings.json")

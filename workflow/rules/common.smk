@@ -7,6 +7,8 @@ from urllib.parse import urlparse
 from tieaudit.measures import parse_measure
 from tieaudit.rules import parse_rule
 from tieaudit.scorers import ScorerInterfaceError, ScorerLoadError, check_scorer_spec
+from tieaudit.sources import get_source, source_module
+from tieaudit.workflow import module_files
 
 
 def in_workdir(path):
@@ -37,6 +39,36 @@ def parsed_list(errors, key, texts, parse, what):
     if not texts:
         errors.append(f"config: {key}: no {what} given")
     return out
+
+
+def check_sources(config, errors):
+    """Each dataset's source with its file keys and parser options, and its generator
+    with its options, checked by the dataset source (tieaudit.sources): an error line
+    for each problem."""
+    for name, entry in config["datasets"].items():
+        key = f"config: datasets.{name}"
+        try:
+            source = get_source(entry["source"])
+        except ValueError as exc:
+            errors.append(f"{key}.source: {exc}")
+        else:
+            problems = source.validate(entry["files"], entry.get("options") or {})
+            errors.extend(f"{key}.{problem}" for problem in problems)
+        synthetic = entry.get("synthetic")
+        if synthetic is None:
+            continue
+        try:
+            generator = get_source(synthetic["generator"])
+        except ValueError as exc:
+            errors.append(f"{key}.synthetic.generator: {exc}")
+            continue
+        takes = generator.generator_options
+        for option in synthetic.get("options") or {}:
+            if option not in takes:
+                errors.append(
+                    f"{key}.synthetic.options: unknown option {option!r} for generator "
+                    f"{generator.name}; expected: {', '.join(takes)}"
+                )
 
 
 def check_config(config):
@@ -90,6 +122,7 @@ def check_config(config):
                 f"config: evaluation.reported_rule: {ev['reported_rule']!r} is not one of "
                 f"evaluation.rules ({', '.join(map(str, rules))})"
             )
+    check_sources(config, errors)
     for name, entry in config["scorers"].items():
         try:  # imports a user scorer's module: a config file is code
             check_scorer_spec(entry["scorer"], entry.get("options"))
@@ -172,6 +205,13 @@ def download_sha256(wildcards):
     return file_entry(wildcards).get("sha256") or ""
 
 
+def download_format(wildcards):
+    """What the dataset source says the file must be (zip, gzip, ...); "" when its name says."""
+    source = get_source(dataset_cfg(wildcards.dataset)["source"])
+    declared = {f.name: f.format for f in source.files}.get(wildcards.key)
+    return declared or ""
+
+
 def download_lockfile(wildcards):
     """The lock file recording size and sha256 of real downloads (none for generated files)."""
     if "synthetic" in dataset_cfg(wildcards.dataset):
@@ -188,6 +228,26 @@ def synthetic_input(wildcards):
 
 def synthetic_params(wildcards):
     return dataset_cfg(wildcards.dataset)["synthetic"]
+
+
+def imported_lib(*modules):
+    """Library files the modules import, themselves included (derived from their
+    import statements): inputs of a rule, so editing them reruns the step."""
+    return [str(LIB / f) for f in module_files(*modules)]
+
+
+def source_lib(entry, module):
+    """Library files a step of a dataset source imports: `module` and the source's."""
+    return imported_lib(module, source_module(entry))
+
+
+def prepare_lib(wildcards):
+    return source_lib(dataset_cfg(wildcards.dataset)["source"], "tieaudit.data.ingest")
+
+
+def synthesize_lib(wildcards):
+    generator = dataset_cfg(wildcards.dataset)["synthetic"]["generator"]
+    return source_lib(generator, "tieaudit.data.synthetic")
 
 
 def prepare_params(wildcards):

@@ -5,7 +5,7 @@ localrules:
 
 rule synthesize:
     input:
-        lib=lib("data/synthetic.py"),
+        lib=synthesize_lib,
     output:
         directory("data/demo/{dataset}"),
     log:
@@ -25,7 +25,7 @@ rule synthesize:
 rule download:
     input:
         synthetic_input,
-        lib=lib("data/download.py"),
+        lib=imported_lib("tieaudit.data.download"),
     output:
         "data/raw/{dataset}/{key}/{filename}",
     log:
@@ -40,6 +40,7 @@ rule download:
         url=download_url,
         md5=download_md5,
         sha256=download_sha256,
+        format=download_format,
         lockfile=download_lockfile,
     script:
         "../../scripts/download.py"

@@ -2,7 +2,7 @@
 rule prepare:
     input:
         unpack(raw_files),
-        lib=lib("data/ingest.py", "_parquet.py"),
+        lib=prepare_lib,
     output:
         interactions="data/interim/{dataset}/interactions.parquet",
         attributes="data/interim/{dataset}/item_attributes.parquet",
