@@ -86,7 +86,18 @@ def test_valid_config_dry_runs_with_the_spellings_the_library_accepts(tmp_path: 
     )
     res = snakemake(tmp_path, cfg, "-n")
     assert res.returncode == 0, res.stdout[-3000:]
-    assert "results/mini/recency.v2/metrics.csv" in res.stdout
+    assert "results/mini/sampled/recency.v2/metrics.csv" in res.stdout
+
+
+def test_no_scorer_name_is_reserved(tmp_path: Path) -> None:
+    # results/{dataset}/{setting}/{scorer}/: a scorer may be called "full" or "sampled"
+    cfg = config(candidates=["sampled", "full"])
+    cfg["scorers"] = {name: {"scorer": "popularity"} for name in ("full", "sampled")}
+    res = snakemake(tmp_path, cfg, "-n")
+    assert res.returncode == 0, res.stdout[-3000:]
+    for setting in ("sampled", "full"):
+        for name in ("full", "sampled"):
+            assert f"results/mini/{setting}/{name}/metrics.csv" in res.stdout, (setting, name)
 
 
 def test_every_broken_key_is_named_at_once(tmp_path: Path) -> None:
@@ -162,11 +173,12 @@ def test_a_catalogue_too_small_for_n_negatives(tmp_path: Path) -> None:
     assert res.returncode == 0, res.stdout[-3000:]
     lines = pd.read_parquet(cands).groupby("row").size()
     assert lines.max() == 56 and lines.min() < 56  # full rows and truncated ones
-    m = pd.read_csv(tmp_path / "results" / "mini" / "popularity" / "metrics.csv")
+    m = pd.read_csv(tmp_path / "results" / "mini" / "sampled" / "popularity" / "metrics.csv")
     assert set(m["rule"]) == {"input_order", "expected", "hash:0", "hash_mean", "docno_desc"}
     assert set(m["metric"]) == {"HR@10", "nDCG@10", "MRR@10", "Recall@10"}
     assert (m["n_rows"] == lines.size).all()
     table = pd.read_csv(tmp_path / "results" / "paper" / "table_mini.csv")
     assert list(table.columns[2:4]) == ["nDCG@10", "nDCG@10_sd"]
-    checklist = (tmp_path / "results" / "mini" / "popularity" / "audit" / "checklist.md").read_text()
+    audit = tmp_path / "results" / "mini" / "sampled" / "popularity" / "audit"
+    checklist = (audit / "checklist.md").read_text()
     assert "the reported rule `expected` does not depend on it" in checklist
