@@ -26,6 +26,12 @@ LOGS = "results/logs"
 BENCH = "results/benchmarks"
 # A dataset or scorer name is one folder name under data/ and results/.
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+# Folders under results/ that are not datasets'.
+RESULTS_FOLDERS = {
+    "paper": "paper's tables and figures",
+    "logs": "logs",
+    "benchmarks": "benchmarks",
+}
 
 
 def parsed_list(errors, key, texts, parse, what):
@@ -96,6 +102,23 @@ def check_config(config):
             check_scorer_spec(entry["scorer"], entry.get("options"))
         except (ScorerLoadError, ScorerInterfaceError) as exc:
             errors.append(f"config: scorers.{name}: {exc}")
+    for name in config["datasets"]:
+        if name in RESULTS_FOLDERS:
+            errors.append(
+                f"config: datasets: {name!r} cannot be a dataset name: results/{name}/ holds "
+                f"the {RESULTS_FOLDERS[name]}"
+            )
+    if ev["seed_chunks"] > ev["n_seeds"]:
+        errors.append(
+            f"config: evaluation.seed_chunks: {ev['seed_chunks']} jobs for "
+            f"{ev['n_seeds']} hash seeds (evaluation.n_seeds); at most one job a seed"
+        )
+    reference = Path(workflow.basedir) / config["paper"]["reference"]
+    if not reference.is_file():
+        errors.append(
+            f"config: paper.reference: no file {str(reference)!r} (a relative path is taken "
+            "from the workflow's folder)"
+        )
     if errors:
         raise ValueError("\n".join(errors))
     ev["metrics"] = [str(m) for m in metrics]
