@@ -94,6 +94,8 @@ class _Package(types.ModuleType):
     def __getattr__(self, name: str) -> Any:
         if name in _SOURCE:
             value = getattr(importlib.import_module(f".{_SOURCE[name]}", __name__), name)
+        elif name.startswith("__"):  # probes such as __wrapped__ never name a submodule
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
         else:
             try:
                 value = importlib.import_module(f".{name}", __name__)

@@ -224,6 +224,14 @@ def download_lockfile(wildcards):
     return "data/downloads.lock.yaml"
 
 
+def local_file(url):
+    """The file a `file:` URL names (relative when it lies in the working directory), or None."""
+    parts = urlparse(url)
+    if parts.scheme.lower() != "file":
+        return None
+    return str(in_workdir(url2pathname(parts.path)))
+
+
 def download_source(wildcards):
     """What a download copies from: the generated demo folder when the dataset is synthetic (so
     it is built first), else the local file of a `file:` URL (so editing it reruns the download
@@ -231,10 +239,21 @@ def download_source(wildcards):
     """
     if "synthetic" in dataset_cfg(wildcards.dataset):
         return [f"data/demo/{wildcards.dataset}"]
-    url = urlparse(download_url(wildcards))
-    if url.scheme.lower() != "file":
+    path = local_file(download_url(wildcards))
+    return [path] if path else []
+
+
+def local_sources(wildcards):
+    """The local files of a dataset's `file:` URLs (none for a generated dataset): inputs of
+    prepare as well as of their downloads. A download refused by the lock-file check leaves no
+    raw file, and Snakemake does not rerun a step for a missing intermediate file, so without
+    them the next run would keep the old interim tables."""
+    if "synthetic" in dataset_cfg(wildcards.dataset):
         return []
-    return [str(in_workdir(url2pathname(url.path)))]
+    paths = [
+        local_file(e["url"]) for e in dataset_cfg(wildcards.dataset)["files"].values()
+    ]
+    return [p for p in paths if p]
 
 
 def synthetic_params(wildcards):

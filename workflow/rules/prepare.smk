@@ -2,6 +2,7 @@
 rule prepare:
     input:
         unpack(raw_files),
+        local_sources,
         lib=script_inputs("prepare.py"),
     output:
         interactions="data/interim/{dataset}/interactions.parquet",
