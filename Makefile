@@ -39,7 +39,7 @@ demo: $(STAMP)  ## run the whole pipeline offline on generated demo data (about 
 	@echo "Demo done. Tables:   results/paper/*.csv, *.md, *.tex (compare.md, checklist.md)"
 	@echo "           Figures:  results/paper/figures/"
 	@echo "           Report:   results/report.html"
-	@echo "           Per dataset and scorer: results/demo_*/<scorer>/{metrics.csv,audit/}"
+	@echo "           Per dataset and scorer: results/demo_*/sampled/<scorer>/{metrics.csv,audit/}"
 	@echo "           Full catalogue:         results/demo_*/full/<scorer>/{metrics.csv,audit/}"
 
 paper: $(STAMP)  ## download the real data (about 1 GB) and regenerate the paper's tables

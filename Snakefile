@@ -21,7 +21,6 @@ include: "workflow/rules/prepare.smk"
 include: "workflow/rules/candidates.smk"
 include: "workflow/rules/score.smk"
 include: "workflow/rules/evaluate.smk"
-include: "workflow/rules/full.smk"
 include: "workflow/rules/paper.smk"
 
 

@@ -7,8 +7,8 @@ from tieaudit.workflow import start
 log = start(snakemake)  # noqa: F821 - injected by Snakemake
 p = snakemake.params  # noqa: F821
 dataset = snakemake.wildcards.dataset  # noqa: F821
-metrics = collect(snakemake.input.metrics)  # noqa: F821
-diagnostics = collect(snakemake.input.diagnostics)  # noqa: F821
+metrics = collect(snakemake.input.metrics, p.results)  # noqa: F821
+diagnostics = collect(snakemake.input.diagnostics, p.results)  # noqa: F821
 save(rules_figure(metrics, p.scorers, p.rules, p.headline, title=dataset), snakemake.output.rules)  # noqa: F821
 save(tie_size_figure(diagnostics, p.scorers, title=dataset), snakemake.output.tie_sizes)  # noqa: F821
 log.info("figures for %s", dataset)

@@ -7,7 +7,7 @@ from tieaudit.workflow import start
 log = start(snakemake)  # noqa: F821 - injected by Snakemake
 p = snakemake.params  # noqa: F821
 dataset = snakemake.wildcards.dataset  # noqa: F821
-metrics = collect(snakemake.input.metrics)  # noqa: F821
+metrics = collect(snakemake.input.metrics, p.results)  # noqa: F821
 title = f"{dataset} (full catalogue)"
 save(rules_figure(metrics, p.scorers, p.rules, p.headline, title=title), snakemake.output.rules)  # noqa: F821
 log.info("full-catalog figure for %s", dataset)

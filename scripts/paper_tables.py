@@ -15,9 +15,10 @@ from tieaudit.workflow import start
 log = start(snakemake)  # noqa: F821 - injected by Snakemake
 p = snakemake.params  # noqa: F821
 inp = snakemake.input  # noqa: F821
-metrics = collect(inp.metrics)
-diagnostics = collect(inp.diagnostics)
-invariance = collect(inp.invariance)
+# each file's (dataset, setting, scorer) comes from the rule, in the order of its inputs
+metrics = collect(inp.metrics, p.results)
+diagnostics = collect(inp.diagnostics, p.results)
+invariance = collect(inp.invariance, p.results)
 
 
 def write_all(frame, stem, caption):
@@ -41,5 +42,5 @@ text = compare_markdown(
     generated=p.generated,
 )
 atomic_write_text(snakemake.output.compare, text)  # noqa: F821
-atomic_write_text(snakemake.output.checklist, combined_checklist(inp.checklists))  # noqa: F821
+atomic_write_text(snakemake.output.checklist, combined_checklist(inp.checklists, p.results))  # noqa: F821
 log.info("wrote %d tables", len(p.datasets) + 1)

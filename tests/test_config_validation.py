@@ -70,8 +70,8 @@ def dry_run_fails(folder: Path, cfg: dict) -> str:
 
 def test_valid_config_dry_runs_with_the_spellings_the_library_accepts(tmp_path: Path) -> None:
     cfg = config(
-        metrics=["hr@10", "NDCG@10", "MRR@10", "Recall@10"],
-        headline=["ndcg@10", "HR @ 10"],
+        metrics=["hr@10", "NDCG@10", "MRR@10", "Recall@10", "precision@5"],
+        headline=["ndcg@10", "HR @ 10", "recall@10", "P@5"],
         rules=["Input_Order", "expected", "hash: 0", "hash_mean", "docno_desc"],
         reported_rule="Expected",
         insufficient_negatives="truncate",
@@ -86,40 +86,91 @@ def test_valid_config_dry_runs_with_the_spellings_the_library_accepts(tmp_path: 
     )
     res = snakemake(tmp_path, cfg, "-n")
     assert res.returncode == 0, res.stdout[-3000:]
-    assert "results/mini/recency.v2/metrics.csv" in res.stdout
+    assert "results/mini/sampled/recency.v2/metrics.csv" in res.stdout
+
+
+def test_no_scorer_name_is_reserved(tmp_path: Path) -> None:
+    # results/{dataset}/{setting}/{scorer}/: a scorer may be called "full" or "sampled"
+    cfg = config(candidates=["sampled", "full"])
+    cfg["scorers"] = {name: {"scorer": "popularity"} for name in ("full", "sampled")}
+    res = snakemake(tmp_path, cfg, "-n")
+    assert res.returncode == 0, res.stdout[-3000:]
+    for setting in ("sampled", "full"):
+        for name in ("full", "sampled"):
+            assert f"results/mini/{setting}/{name}/metrics.csv" in res.stdout, (setting, name)
 
 
 def test_every_broken_key_is_named_at_once(tmp_path: Path) -> None:
+    """Every mistake the workflow checks beyond the schema, in one config: the dry run names
+    each one's key."""
     cfg = config(
-        headline=["nDCG@10", "MRR@50"],
+        headline=["nDCG@10", "MRR@50", "P@5"],
         rules=["input_order", "expected", "bogus"],
         reported_rule="hash_mean2",
-        metrics=["HR@10", "nDCG@10", "MAP@10"],
+        metrics=["HR@10", "nDCG@10", "MAP@10", "Recall@10"],
+        seed_chunks=4,
     )
-    for name in ("../../../x", "a/b", ".hidden", "with space"):
+    for name in ("../../../x", "a/b", ".hidden", "with space", "paper", "logs"):
         cfg["datasets"][name] = cfg["datasets"]["mini"]
+    cfg["run"] = ["mini", "elsewhere"]
     cfg["scorers"]["a/b"] = {"scorer": "popularity"}
     cfg["scorers"]["shell"] = {"scorer": "subprocess:run", "options": {"args": ["true"]}}
     cfg["scorers"]["typo"] = {"scorer": "popularty"}
     cfg["scorers"]["opts"] = {"scorer": "attribute_overlap", "options": {"wieght": "rating"}}
+    cfg["scorers"]["nomodule"] = {"scorer": "no_such_package.scorers:Mine"}
+    cfg["scorers"]["nofile"] = {"scorer": "no/such/file.py:Mine"}
+    cfg["scorers"]["noclass"] = {"scorer": "examples/my_scorer.py:NoSuchScorer"}
+    cfg["paper"] = {"reference": "config/no_such_reference.yaml"}
+    (tmp_path / "examples").mkdir()
+    (tmp_path / "examples" / "my_scorer.py").write_text(
+        (ROOT / "examples" / "my_scorer.py").read_text()
+    )
     out = dry_run_fails(tmp_path, cfg)
     expected = [
         "config: datasets: '../../../x' cannot be a dataset name",
         "config: datasets: 'a/b' cannot be a dataset name",
         "config: datasets: '.hidden' cannot be a dataset name",
         "config: datasets: 'with space' cannot be a dataset name",
+        "config: datasets: 'paper' cannot be a dataset name: results/paper/ holds the paper's",
+        "config: datasets: 'logs' cannot be a dataset name: results/logs/ holds the logs",
+        "config: run names dataset 'elsewhere', which is not under datasets",
         "config: scorers: 'a/b' cannot be a scorer name",
         "config: evaluation.metrics, item 3: unknown measure 'MAP'",
         "config: evaluation.headline: 'MRR@50' is not one of evaluation.metrics",
+        "config: evaluation.headline: 'P@5' is not one of evaluation.metrics",
         "config: evaluation.rules, item 3: unknown tie rule 'bogus'",
         "config: evaluation.reported_rule: cannot parse tie rule 'hash_mean2'; known: input_order",
+        "config: evaluation.seed_chunks: 4 jobs for 3 hash seeds (evaluation.n_seeds)",
         "config: scorers.shell: scorer 'subprocess:run' names a function, not a class",
         "config: scorers.typo: unknown scorer 'popularty'",
         "config: scorers.opts: cannot construct scorer 'attribute_overlap'",
+        "config: scorers.nomodule: cannot import module 'no_such_package.scorers'",
+        "config: scorers.nofile: scorer file 'no/such/file.py' does not exist",
+        "config: scorers.noclass: module 'examples/my_scorer.py' has no attribute 'NoSuchScorer'",
+        "config: paper.reference: no file",
     ]
     missing = [e for e in expected if e not in out]
     assert not missing, (missing, out[-4000:])
     assert "config: evaluation.headline: 'nDCG@10'" not in out  # only the bad entries
+    assert "Recall@10" not in out.split("evaluation.metrics", 1)[1].split("\n", 1)[0]
+
+
+@pytest.mark.parametrize(
+    ("evaluation", "key", "message"),
+    [
+        ({"insufficient_negatives": "drop"}, "insufficient_negatives", "'drop' is not one of"),
+        ({"n_rows": 0}, "n_rows", "0 is less than the minimum of 1"),
+        ({"candidates": ["full"]}, "candidates", "does not contain items matching"),
+        ({"candidates": ["sampled", "all"]}, "candidates", "'all' is not one of"),
+        ({"seed": -1}, "seed", "-1 is less than the minimum of 0"),
+        ({"n_negative": 9}, "evaluation", "Additional properties are not allowed ('n_negative'"),
+    ],
+)  # fmt: skip
+def test_schema_mistakes_name_their_key(
+    tmp_path: Path, evaluation: dict, key: str, message: str
+) -> None:
+    out = dry_run_fails(tmp_path, config(**evaluation))
+    assert message in out and key in out, out[-3000:]
 
 
 def test_membership_and_empty_lists(tmp_path: Path) -> None:
@@ -135,11 +186,6 @@ def test_membership_and_empty_lists(tmp_path: Path) -> None:
     out = dry_run_fails(tmp_path / "b", config(rules=[], metrics=[], headline=[]))
     for key, what in (("rules", "tie rules"), ("metrics", "measures"), ("headline", "measures")):
         assert f"config: evaluation.{key}: no {what} given" in out, out[-3000:]
-
-
-def test_insufficient_negatives_is_a_choice(tmp_path: Path) -> None:
-    out = dry_run_fails(tmp_path, config(insufficient_negatives="drop"))
-    assert "insufficient_negatives" in out and "'drop' is not one of" in out, out[-3000:]
 
 
 @pytest.mark.slow
@@ -162,11 +208,12 @@ def test_a_catalogue_too_small_for_n_negatives(tmp_path: Path) -> None:
     assert res.returncode == 0, res.stdout[-3000:]
     lines = pd.read_parquet(cands).groupby("row").size()
     assert lines.max() == 56 and lines.min() < 56  # full rows and truncated ones
-    m = pd.read_csv(tmp_path / "results" / "mini" / "popularity" / "metrics.csv")
+    m = pd.read_csv(tmp_path / "results" / "mini" / "sampled" / "popularity" / "metrics.csv")
     assert set(m["rule"]) == {"input_order", "expected", "hash:0", "hash_mean", "docno_desc"}
     assert set(m["metric"]) == {"HR@10", "nDCG@10", "MRR@10", "Recall@10"}
     assert (m["n_rows"] == lines.size).all()
     table = pd.read_csv(tmp_path / "results" / "paper" / "table_mini.csv")
     assert list(table.columns[2:4]) == ["nDCG@10", "nDCG@10_sd"]
-    checklist = (tmp_path / "results" / "mini" / "popularity" / "audit" / "checklist.md").read_text()
+    audit = tmp_path / "results" / "mini" / "sampled" / "popularity" / "audit"
+    checklist = (audit / "checklist.md").read_text()
     assert "the reported rule `expected` does not depend on it" in checklist

@@ -74,7 +74,7 @@ def test_full_catalog_results_exist(run: Path) -> None:
         assert table.is_summary and table.n_rows == FULL_ROWS == table.n_candidates
         assert {"input_order", "item_id", "hash:0", "hash:19"} <= set(table.before)
         # the sampled results are still there, untouched by the full-catalog ones
-        assert (run / "results" / "mini" / s / "metrics.csv").is_file()
+        assert (run / "results" / "mini" / "sampled" / s / "metrics.csv").is_file()
     # the full-catalog rows are the first FULL_ROWS sampled rows
     sampled = pd.read_parquet(run / "results" / "mini" / "candidates.parquet")
     full = pd.read_parquet(run / "results" / "mini" / "full" / "popularity" / "scores.parquet")
@@ -84,7 +84,7 @@ def test_full_catalog_results_exist(run: Path) -> None:
 
 def test_full_catalog_is_harder_and_input_order_inflates(run: Path) -> None:
     full = pd.read_csv(run / "results/mini/full/attribute_overlap/metrics.csv")
-    sampled = pd.read_csv(run / "results/mini/attribute_overlap/metrics.csv")
+    sampled = pd.read_csv(run / "results/mini/sampled/attribute_overlap/metrics.csv")
     v = full[full["metric"] == "nDCG@10"].set_index("rule")["value"]
     assert v["input_order"] >= v["expected"], v.to_dict()
     assert v["input_order"] == v["optimistic"]  # the relevant item is stored first
@@ -115,8 +115,8 @@ def test_paper_tables_have_the_full_catalog_block(run: Path) -> None:
     block = [f"{h}{x}" for h in measures for x in ("", "_sd", "_min", "_max", "_z")]
     assert list(t.columns) == ["scorer", "rule"] + block + [f"full:{c}" for c in block]
     assert len(t) == len(SCORERS) * len(RULES)
-    for setting, folder, pre in (("sampled", "", ""), ("full", "full/", "full:")):
-        m = pd.read_csv(run / f"results/mini/{folder}popularity/metrics.csv")
+    for setting, pre in (("sampled", ""), ("full", "full:")):
+        m = pd.read_csv(run / f"results/mini/{setting}/popularity/metrics.csv")
         want = m[m["metric"] == "nDCG@10"].set_index("rule")["value"]
         got = t[t["scorer"] == "popularity"].set_index("rule")[f"{pre}nDCG@10"]
         assert got.loc["expected"] == pytest.approx(want["expected"], rel=1e-12), setting

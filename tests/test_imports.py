@@ -1,5 +1,6 @@
-"""The library's import graph (tieaudit.workflow.import_graph): no cycle, and the library files a
-workflow step depends on are derived from it (lib() in workflow/rules/common.smk)."""
+"""The library's import graph (tieaudit.dependencies.import_graph) has no cycle, and the library
+files a workflow step depends on (library_files, script_inputs() in workflow/rules/common.smk)
+follow the imports."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tieaudit.workflow import import_graph, library_files
+from tieaudit.dependencies import import_graph, library_files
 
 LIB = Path(__file__).resolve().parents[1] / "src" / "tieaudit"
 
@@ -67,27 +68,30 @@ def test_import_graph_reads_relative_absolute_and_package_imports(tmp_path: Path
     assert top["sub/__init__.py"] == ["__init__.py", "c.py"]
     every = {p.relative_to(pkg).as_posix(): sorted(q.relative_to(pkg).as_posix() for q in v)
              for p, v in import_graph(pkg).items()}  # fmt: skip
-    assert every["a.py"] == ["__init__.py", "b.py", "c.py", "d.py"]  # ``from . import``
-    got = [Path(p).relative_to(pkg).as_posix() for p in library_files(pkg, ["b.py"])]
-    # the top __init__ is listed, its imports (a.py) not followed: it only re-exports
-    assert got == ["__init__.py", "b.py", "c.py", "sub/__init__.py", "sub/e.py"]
-    got = [Path(p).relative_to(pkg).as_posix() for p in library_files(pkg, ["a.py"])]
+    # the function's ``from . import d`` (and the package it names), never the TYPE_CHECKING one
+    assert every["a.py"] == ["__init__.py", "b.py", "d.py"]
+    got = [p.relative_to(pkg).as_posix() for p in library_files(modules=["pkg.b"], package_dir=pkg)]
+    # importing pkg.b runs pkg/__init__.py, which imports a.py, which imports the rest
     assert got == ["__init__.py", "a.py", "b.py", "c.py", "d.py", "sub/__init__.py", "sub/e.py"]
+    (pkg / "__init__.py").write_text("")
+    got = [p.relative_to(pkg).as_posix() for p in library_files(modules=["pkg.b"], package_dir=pkg)]
+    assert got == ["__init__.py", "b.py", "c.py", "sub/__init__.py", "sub/e.py"]
 
 
 @pytest.mark.parametrize(
     ("module", "needs", "not_needed"),
     [
-        ("evaluate.py", ["ties.py", "values.py", "rules/base.py", "rules/hashed.py"],
+        ("evaluate", ["ties.py", "values.py", "rules/base.py", "rules/hashed.py"],
          ["audit.py", "fullcatalog.py"]),
-        ("fullcatalog.py", ["rules/ids.py", "blocks.py", "sampling.py"], ["audit.py"]),
-        ("audit.py", ["evaluate.py", "rules/expected.py"], ["fullcatalog.py"]),
-        ("data/download.py", ["_atomic.py"], ["evaluate.py", "rules/base.py", "ties.py"]),
+        ("fullcatalog", ["rules/ids.py", "blocks.py", "sampling.py"], ["audit.py"]),
+        ("audit", ["evaluate.py", "rules/expected.py"], ["fullcatalog.py"]),
+        ("data.download", ["_atomic.py"], ["evaluate.py", "rules/base.py", "ties.py"]),
     ],
 )  # fmt: skip
 def test_library_files_of_a_step(module: str, needs: list[str], not_needed: list[str]) -> None:
-    got = {Path(p).relative_to(LIB).as_posix() for p in library_files(LIB, [module])}
-    assert {module, "__init__.py"} | set(needs) <= got
+    got = {p.relative_to(LIB).as_posix() for p in library_files(modules=[f"tieaudit.{module}"],
+                                                                  package_dir=LIB)}  # fmt: skip
+    assert {module.replace(".", "/") + ".py", "__init__.py"} | set(needs) <= got
     assert not got & set(not_needed)
     if "rules/__init__.py" in got:  # the rules package imports (registers) every rule module
         assert {f"rules/{m}.py" for m in ("input_order", "bounds", "expected", "hashed", "random",

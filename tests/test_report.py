@@ -12,6 +12,7 @@ import yaml
 
 from tieaudit.report import (
     collect,
+    combined_checklist,
     compare_markdown,
     dataset_table,
     load_reference,
@@ -23,9 +24,12 @@ RULES = ["input_order", "expected"]
 SCORERS = ["s1"]
 
 
-def write_results(root, dataset: str, full: bool) -> None:
-    for folder, base in [("", 0.5)] + ([("full/", 0.1)] if full else []):
-        d = root / "results" / dataset / f"{folder}s1"
+def write_results(root, dataset: str, full: bool, scorer: str = "s1") -> list[tuple]:
+    """Result files of ``scorer`` on ``dataset`` under ``root/results/{dataset}/{setting}/``;
+    returns their (dataset, setting, scorer) keys."""
+    keys = []
+    for setting, base in [("sampled", 0.5)] + ([("full", 0.1)] if full else []):
+        d = root / "results" / dataset / setting / scorer
         (d / "audit").mkdir(parents=True)
         pd.DataFrame({
             "rule": RULES, "metric": "nDCG@10", "value": [2 * base, base], "sd": [None, 0.01],
@@ -40,12 +44,18 @@ def write_results(root, dataset: str, full: bool) -> None:
         pd.DataFrame({"rule": RULES, "metric": "nDCG@10", "max_abs_change": 0.0,
                       "share_rows_moved": 0.0, "invariant": ["no", "yes"],
                       "n_permutations": 7}).to_csv(d / "audit" / "invariance.csv", index=False)
+        (d / "audit" / "checklist.md").write_text(f"# Tie-handling report: {dataset} / {scorer}\n")
+        keys.append((dataset, setting, scorer))
+    return keys
+
+
+def files(root, keys: list[tuple], name: str) -> list[Path]:
+    return [root / "results" / d / s / c / name for d, s, c in keys]
 
 
 def test_full_catalog_columns_beside_the_sampled_ones(tmp_path) -> None:
-    write_results(tmp_path, "A", full=True)
-    write_results(tmp_path, "B", full=False)
-    metrics = collect(sorted(tmp_path.glob("results/**/metrics.csv")))
+    keys = write_results(tmp_path, "A", full=True) + write_results(tmp_path, "B", full=False)
+    metrics = collect(files(tmp_path, keys, "metrics.csv"), keys)
     a = dataset_table(metrics, "A", SCORERS, RULES, ["nDCG@10"])
     block = ["nDCG@10", "nDCG@10_sd", "nDCG@10_min", "nDCG@10_max", "nDCG@10_z"]
     assert list(a.columns) == ["scorer", "rule"] + block + ["full:" + c for c in block]
@@ -54,8 +64,8 @@ def test_full_catalog_columns_beside_the_sampled_ones(tmp_path) -> None:
     b = dataset_table(metrics, "B", SCORERS, RULES, ["nDCG@10"])
     assert list(b.columns) == ["scorer", "rule"] + block  # no full results: the sampled table
 
-    diag = collect(sorted(tmp_path.glob("results/**/diagnostics.csv")))
-    inv = collect(sorted(tmp_path.glob("results/**/invariance.csv")))
+    diag = collect(files(tmp_path, keys, "audit/diagnostics.csv"), keys)
+    inv = collect(files(tmp_path, keys, "audit/invariance.csv"), keys)
     t = ties_invariance_table(diag, inv, ["A", "B"], SCORERS, RULES, ["nDCG@10"])
     own = ["share_tied", "mean_t", "straddle@10", "invariant:input_order", "invariant:expected"]
     assert list(t.columns) == ["dataset", "scorer"] + own + ["full:" + c for c in own]
@@ -66,6 +76,26 @@ def test_full_catalog_columns_beside_the_sampled_ones(tmp_path) -> None:
     only_b = ties_invariance_table(diag[diag["dataset"] == "B"], inv[inv["dataset"] == "B"],
                                    ["B"], SCORERS, RULES, ["nDCG@10"])  # fmt: skip
     assert list(only_b.columns) == ["dataset", "scorer"] + own
+
+
+def test_keys_come_from_the_caller_not_from_folder_names(tmp_path) -> None:
+    # a scorer named "full" (once a reserved folder name) and files anywhere: the keys decide
+    keys = write_results(tmp_path, "A", full=True, scorer="full")
+    moved = []
+    for i, path in enumerate(files(tmp_path, keys, "metrics.csv")):
+        moved.append(path.rename(tmp_path / f"m{i}.csv"))
+    metrics = collect(moved, keys)
+    assert metrics[["dataset", "scorer", "candidates"]].drop_duplicates().values.tolist() == [
+        ["A", "full", "sampled"], ["A", "full", "full"]]  # fmt: skip
+    table = dataset_table(metrics, "A", ["full"], RULES, ["nDCG@10"])
+    assert table["nDCG@10"].tolist() == [1.0, 0.5] and table["full:nDCG@10"].tolist() == [0.2, 0.1]
+    text = combined_checklist(files(tmp_path, keys, "audit/checklist.md"), keys)
+    assert text.count("## Tie-handling report: A / full") == 2
+    assert text.count("(full catalogue)") == 1
+    with pytest.raises(ValueError, match="2 file.s. but 1"):
+        collect(moved, keys[:1])
+    with pytest.raises(ValueError, match="m0.csv: key .* setting one of sampled, full"):
+        collect(moved, [("A", "everything", "full"), keys[1]])
 
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -36,8 +36,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[int, Path]:
 
 
 def tables(root: Path) -> dict[str, bytes]:
-    patterns = ("paper/*.*", "*/*/metrics.csv", "*/*/audit/*", "*/full/*/metrics.csv",
-                "*/full/*/audit/*", "*/full/*/scores.parquet")  # fmt: skip
+    patterns = ("paper/*.*", "*/*/*/metrics.csv", "*/*/*/audit/*", "*/*/*/scores.parquet")
     files = [p for pat in patterns for p in sorted((root / "results").glob(pat))]
     return {str(p.relative_to(root)): p.read_bytes() for p in files}
 
@@ -66,7 +65,7 @@ def test_paper_tables_have_expected_rows_and_columns(runs: dict[int, Path]) -> N
 def test_input_order_inflates_attribute_overlap(runs: dict[int, Path]) -> None:
     # the demo data are built so the effect is visible: far above on the Amazon stand-in
     for d, factor in (("demo_amazon_beauty", 1.3), ("demo_movielens_genome", 1.1)):
-        m = pd.read_csv(runs[2] / "results" / d / "attribute_overlap" / "metrics.csv")
+        m = pd.read_csv(runs[2] / "results" / d / "sampled" / "attribute_overlap" / "metrics.csv")
         v = m[m["metric"] == "nDCG@10"].set_index("rule")["value"]
         assert v["input_order"] > factor * v["expected"], (d, v.to_dict())
         assert v["input_order"] == v["optimistic"]  # the positive is stored first
@@ -74,11 +73,11 @@ def test_input_order_inflates_attribute_overlap(runs: dict[int, Path]) -> None:
 
 
 def test_invariance_verdicts(runs: dict[int, Path]) -> None:
-    for path in (runs[2] / "results").glob("*/*/audit/invariance.csv"):
+    for path in (runs[2] / "results").glob("*/*/*/audit/invariance.csv"):
         inv = pd.read_csv(path).drop_duplicates("rule").set_index("rule")["invariant"]
         for rule in ("expected", "hash:0", "hash_mean", "optimistic", "pessimistic", "item_id"):
             assert inv[rule] == "yes", (path, rule)
-    inv = pd.read_csv(runs[2] / "results/demo_amazon_beauty/attribute_overlap/audit/invariance.csv")
+    inv = pd.read_csv(runs[2] / "results/demo_amazon_beauty/sampled/attribute_overlap/audit/invariance.csv")
     assert (inv[inv["rule"] == "input_order"]["invariant"] == "no").all()
 
 

@@ -13,9 +13,9 @@ Tables
     straddles each headline cutoff, and the invariance verdict of every rule.
 
 Full-catalog block
-    Results of a full-catalog evaluation live under ``results/{dataset}/full/{scorer}/``;
-    :func:`collect` tags every line with its ``candidates`` setting (``sampled`` or ``full``) from
-    the path. When full-catalog results are present, the tables gain a block of columns beside
+    Results live under ``results/{dataset}/{setting}/{scorer}/``, ``setting`` being ``sampled``
+    or ``full``; :func:`collect` tags every line with the ``dataset``, ``scorer`` and
+    ``candidates`` setting the caller gives for its file (no folder name is parsed). When full-catalog results are present, the tables gain a block of columns beside
     the sampled ones, each named ``full:`` + the sampled column's name (``full:nDCG@10``,
     ``full:nDCG@10_sd``, ..., ``full:share_tied``, ``full:invariant:input_order``): the same
     scorer and rule on one line, sampled and full-catalog side by side. Without them the tables
@@ -58,28 +58,34 @@ __all__ = [
 ]
 
 
-#: Candidate settings in table order, and the results sub-folder of the non-default one.
+#: Candidate settings in table order.
 CANDIDATE_SETTINGS = ("sampled", "full")
-FULL_FOLDER = "full"
+
+#: What a result file is of: (dataset, candidates setting, scorer).
+Key = tuple[str, str, str]
 
 
-def _key(path: str | Path) -> tuple[str, str, str]:
-    """(dataset, scorer, candidates) of ``results/{dataset}/{scorer}/metrics.csv``,
-    ``results/{dataset}/full/{scorer}/metrics.csv`` or their ``audit/x.csv``."""
-    parts = Path(path).parts
-    if parts[-2] == "audit":
-        parts = parts[:-1]
-    if len(parts) >= 4 and parts[-3] == FULL_FOLDER:
-        return parts[-4], parts[-2], "full"
-    return parts[-3], parts[-2], "sampled"
+def _keys(paths: Sequence[str | Path], keys: Sequence[Key]) -> list[Key]:
+    """``keys`` checked against ``paths``: one (dataset, setting, scorer) per file, each setting
+    one of :data:`CANDIDATE_SETTINGS`."""
+    keys = [tuple(k) for k in keys]
+    if len(keys) != len(paths):
+        raise ValueError(f"{len(paths)} file(s) but {len(keys)} (dataset, setting, scorer) key(s)")
+    for path, key in zip(paths, keys, strict=True):
+        if len(key) != 3 or key[1] not in CANDIDATE_SETTINGS:
+            raise ValueError(
+                f"{path}: key {key!r} is not (dataset, setting, scorer) with setting one of "
+                f"{', '.join(CANDIDATE_SETTINGS)}"
+            )
+    return keys  # type: ignore[return-value]
 
 
-def collect(paths: Sequence[str | Path]) -> pd.DataFrame:
-    """Concatenate per-(dataset, scorer) CSV files, adding ``dataset``, ``scorer`` and
-    ``candidates`` (``sampled`` or ``full``, from the path) columns."""
+def collect(paths: Sequence[str | Path], keys: Sequence[Key]) -> pd.DataFrame:
+    """Concatenate per-(dataset, setting, scorer) CSV files, adding the ``dataset``, ``scorer``
+    and ``candidates`` (setting: ``sampled`` or ``full``) columns; ``keys[i]`` is the
+    ``(dataset, setting, scorer)`` of ``paths[i]``."""
     frames = []
-    for p in paths:
-        d, s, c = _key(p)
+    for p, (d, c, s) in zip(paths, _keys(paths, keys), strict=True):
         f = pd.read_csv(p, keep_default_na=True)
         f.insert(0, "candidates", c)
         f.insert(0, "scorer", s)
@@ -331,8 +337,8 @@ def compare_markdown(
     if stand_ins:
         out += [_stand_in_note(stand_ins, generated), ""]
     out.append(f"Published values are from the {reference.get('source', 'paper')}; ours are read "
-               "from this run's `results/*/*/metrics.csv`. Candidates and scores are fixed; only "
-               "the tie rule changes.")  # fmt: skip
+               "from this run's `results/*/sampled/*/metrics.csv`. Candidates and scores are "
+               "fixed; only the tie rule changes.")  # fmt: skip
     out += ["", "## Published numbers", ""]
     rows = []
     for v in reference.get("values", []):
@@ -385,12 +391,14 @@ def compare_markdown(
     return "\n".join(out)
 
 
-def combined_checklist(paths: Sequence[str | Path]) -> str:
-    """The per-(dataset, scorer) checklists under one title, in the given order."""
+def combined_checklist(paths: Sequence[str | Path], keys: Sequence[Key]) -> str:
+    """The per-(dataset, setting, scorer) checklists under one title, in the given order;
+    ``keys[i]`` is the ``(dataset, setting, scorer)`` of ``paths[i]`` (a full-catalog one is
+    marked in its heading)."""
     parts = ["# Reporting checklists", ""]
-    for p in paths:
+    for p, (_, setting, _) in zip(paths, _keys(paths, keys), strict=True):
         text = Path(p).read_text(encoding="utf-8").strip()
-        if _key(p)[2] == "full":
+        if setting == "full":
             text = re.sub(r"^(# .*)$", r"\1 (full catalogue)", text, count=1, flags=re.M)
         parts += [re.sub(r"^# ", "## ", text, count=1), ""]
         parts[-2] = re.sub(r"(?m)^## (?!Tie-handling)", "### ", parts[-2])

@@ -40,7 +40,7 @@ DBD_PORT=$((PORT_BASE + 2))
 DB_PORT=$((PORT_BASE + 3))
 # rules whose jobs the profile sends to Slurm (download, paper_tables, figures, figures_full and
 # all are local)
-SLURM_RULES="synthesize prepare split candidates score hash_seeds evaluate audit full_scores evaluate_full audit_full"
+SLURM_RULES="synthesize prepare split candidates score hash_seeds evaluate audit full_scores"
 
 STAGE=setup
 TMP=""
@@ -390,8 +390,7 @@ jobs_of_run() {  # jobs_of_run RUN_ID: "jobid|comment|state" per Slurm job of th
 
 tables() {  # tables DIR: the result tables, relative paths, sorted
     (cd "$1" && ls results/paper/*.csv results/paper/*.md results/paper/*.tex \
-        results/*/*/metrics.csv results/*/*/audit/* \
-        results/*/full/*/metrics.csv results/*/full/*/audit/* 2>/dev/null | sort)
+        results/*/*/*/metrics.csv results/*/*/*/audit/* 2>/dev/null | sort)
 }
 
 same_tables() {  # same_tables DIR_A DIR_B: the same list of tables and identical bytes
@@ -453,7 +452,8 @@ check "every table of the Slurm run is byte-identical to the local run" same_tab
 
 # --- 4. a job killed mid-run, then a rerun -----------------------------------------------------
 
-# The finished Slurm run again, with --forcerun audit: the six audit jobs run again, and one
+# The finished Slurm run again, with --forcerun audit: the 12 audit jobs (2 datasets x 2
+# settings x 3 scorers) run again, and one
 # of them is killed while its script runs. (In place: a copy in another folder would rerun
 # everything, since the download rule's file: URLs are absolute paths of the working folder.)
 # `scancel --signal=TERM` stops the job's step (the rule's script) the way a preemption or an
@@ -504,11 +504,10 @@ check "the workflow with a killed job fails (exit $rc)" test "$rc" -ne 0
 victim_state=$(sacct -n -X -P -j "$victim" -o State,ExitCode | head -n 1)
 check "sacct records job $victim as FAILED ($victim_state)" grep -q '^FAILED|' <<<"$victim_state"
 check "Snakemake reported the Slurm job as failed" grep -q "SLURM-job '$victim' failed" "$TMP/log/run-killed.log"
-# the job's outputs: results/<dataset>/<scorer>/audit/{invariance,diagnostics}.csv, checklist.md
+# the job's outputs: results/<dataset>/<setting>/<scorer>/audit/{invariance,diagnostics}.csv,
+# checklist.md; its comment joins the wildcards dataset, setting, scorer with '_'
 wc_part=${victim_comment#rule_audit_wildcards_}
-dataset=$(sed -E 's/^(.*)_(attribute_overlap|residualized_attribute|popularity)$/\1/' <<<"$wc_part")
-scorer=${wc_part#"${dataset}_"}
-VICTIM_OUT="results/$dataset/$scorer/audit"
+VICTIM_OUT=$(sed -E 's#^(.*)_(sampled|full)_(attribute_overlap|residualized_attribute|popularity)$#results/\1/\2/\3/audit#' <<<"$wc_part")
 no_partial() {
     local f
     for f in invariance.csv diagnostics.csv checklist.md; do
@@ -520,13 +519,13 @@ check "no output of the killed job is left in $VICTIM_OUT/" no_partial
 RID2=$(run_id "$TMP/log/run-killed.log")
 jobs_of_run "$RID2" >"$TMP/log/sacct-run2.txt"
 log "sacct for the failed run $RID2: $(cut -d'|' -f3 "$TMP/log/sacct-run2.txt" | sort | uniq -c | xargs)"
-six_audits() {
-    [[ $(cut -d'|' -f2 "$TMP/log/sacct-run2.txt" | grep -c '^rule_audit_wildcards_') -eq 6 &&
-        $(wc -l <"$TMP/log/sacct-run2.txt") -eq 6 ]]
+all_audits() {
+    [[ $(cut -d'|' -f2 "$TMP/log/sacct-run2.txt" | grep -c '^rule_audit_wildcards_') -eq 12 &&
+        $(wc -l <"$TMP/log/sacct-run2.txt") -eq 12 ]]
 }
-check "--forcerun audit sent exactly the 6 audit jobs to Slurm" six_audits
+check "--forcerun audit sent exactly the 12 audit jobs to Slurm" all_audits
 n2_ok=$(grep -c '|COMPLETED$' "$TMP/log/sacct-run2.txt" || true)
-check "the other audit jobs finished despite the failure (keep-going: $n2_ok COMPLETED)" test "$n2_ok" -eq 5
+check "the other audit jobs finished despite the failure (keep-going: $n2_ok COMPLETED)" test "$n2_ok" -eq 11
 
 # mtimes of every output before the rerun
 snapshot() { (cd "$RUN2" && find results data -type f ! -path 'results/logs/*' \

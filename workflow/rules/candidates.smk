@@ -3,7 +3,7 @@ rule candidates:
     input:
         history="data/interim/{dataset}/history.parquet",
         heldout="data/interim/{dataset}/heldout.parquet",
-        lib=lib("sampling.py"),
+        lib=script_inputs("candidates.py"),
     output:
         "results/{dataset}/candidates.parquet",
     log:
@@ -11,7 +11,7 @@ rule candidates:
     benchmark:
         f"{BENCH}/candidates/{{dataset}}.tsv"
     conda:
-        "../../environment.yml"
+        "../envs/eval.yaml"
     resources:
         # measured: max RSS 1.1 GB (Amazon), 1.8 GB (24M-row MovieLens history)
         mem_mb=3000,

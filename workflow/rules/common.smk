@@ -1,14 +1,16 @@
 # Helper functions shared by every stage. Paths are relative to the working directory
 # (snakemake --directory DIR runs the whole workflow inside DIR).
+import importlib.util
 import re
 from pathlib import Path
 from urllib.parse import urlparse
+from urllib.request import url2pathname
 
+from tieaudit.dependencies import library_files
 from tieaudit.measures import parse_measure
 from tieaudit.rules import parse_rule
 from tieaudit.scorers import ScorerInterfaceError, ScorerLoadError, check_scorer_spec
 from tieaudit.sources import get_source, source_module
-from tieaudit.workflow import module_files
 
 
 def in_workdir(path):
@@ -18,11 +20,19 @@ def in_workdir(path):
     return path.relative_to(here) if path.is_relative_to(here) else path
 
 
-LIB = in_workdir(Path(workflow.basedir) / "src" / "tieaudit")
+# The library and the step scripts of this checkout (the files the jobs run).
+LIB = Path(workflow.basedir) / "src" / "tieaudit"
+SCRIPTS = Path(workflow.basedir) / "scripts"
 LOGS = "results/logs"
 BENCH = "results/benchmarks"
 # A dataset or scorer name is one folder name under data/ and results/.
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+# Folders under results/ that are not datasets'.
+RESULTS_FOLDERS = {
+    "paper": "paper's tables and figures",
+    "logs": "logs",
+    "benchmarks": "benchmarks",
+}
 
 
 def parsed_list(errors, key, texts, parse, what):
@@ -89,10 +99,6 @@ def check_config(config):
             errors.append(
                 f"config: run names dataset {name!r}, which is not under datasets"
             )
-    if "full" in ev["candidates"] and "full" in config["scorers"]:
-        errors.append(
-            "config: a scorer named 'full' is ambiguous with evaluation.candidates: [.., full]"
-        )
     metrics = parsed_list(
         errors, "evaluation.metrics", ev["metrics"], parse_measure, "measures"
     )
@@ -128,6 +134,23 @@ def check_config(config):
             check_scorer_spec(entry["scorer"], entry.get("options"))
         except (ScorerLoadError, ScorerInterfaceError) as exc:
             errors.append(f"config: scorers.{name}: {exc}")
+    for name in config["datasets"]:
+        if name in RESULTS_FOLDERS:
+            errors.append(
+                f"config: datasets: {name!r} cannot be a dataset name: results/{name}/ holds "
+                f"the {RESULTS_FOLDERS[name]}"
+            )
+    if ev["seed_chunks"] > ev["n_seeds"]:
+        errors.append(
+            f"config: evaluation.seed_chunks: {ev['seed_chunks']} jobs for "
+            f"{ev['n_seeds']} hash seeds (evaluation.n_seeds); at most one job a seed"
+        )
+    reference = Path(workflow.basedir) / config["paper"]["reference"]
+    if not reference.is_file():
+        errors.append(
+            f"config: paper.reference: no file {str(reference)!r} (a relative path is taken "
+            "from the workflow's folder)"
+        )
     if errors:
         raise ValueError("\n".join(errors))
     ev["metrics"] = [str(m) for m in metrics]
@@ -139,24 +162,45 @@ def check_config(config):
 check_config(config)
 DATASETS = list(config["run"]) or list(config["datasets"])
 SCORERS = list(config["scorers"])
-# Candidate settings: "sampled" (always) and optionally "full" (full catalogue), whose results
-# live under results/{dataset}/full/{scorer}/.
-MODES = list(config["evaluation"]["candidates"])
-FULL = "full" in MODES
+# Candidate settings, sampled first: "sampled" (always) and "full" (full catalogue). Results of
+# each live under results/{dataset}/{setting}/{scorer}/.
+SETTINGS = [s for s in ("sampled", "full") if s in config["evaluation"]["candidates"]]
+FULL = "full" in SETTINGS
 
 
 wildcard_constraints:
     dataset="|".join(re.escape(d) for d in DATASETS) or "NONE",
     scorer="|".join(re.escape(s) for s in SCORERS) or "NONE",
+    setting="|".join(SETTINGS),
     chunk=r"\d+",
 
 
-def lib(*modules):
-    """Library files a step imports (the modules and all they import, derived from the source):
-    inputs of its rule, so editing them reruns the step."""
-    from tieaudit.workflow import library_files
+def script_inputs(script, *modules):
+    """The library files scripts/{script} imports, transitively (read from the sources when the
+    workflow is parsed, see tieaudit.dependencies), and those of `modules` (dotted names a
+    registry imports by name): inputs of the step's rule, so editing a module reruns exactly
+    the steps that run it."""
+    files = library_files(SCRIPTS / script, modules=modules, package_dir=LIB)
+    return [str(in_workdir(p)) for p in files]
 
-    return library_files(LIB, ("__init__.py",) + modules)
+
+def scorer_code(wildcards):
+    """The source of a user scorer (path/to/file.py:Class or package.module:Class) and the
+    library files it imports: inputs of the steps that run it, so editing it reruns them. A
+    built-in scorer is library code, already an input."""
+    spec = config["scorers"][wildcards.scorer]["scorer"]
+    source, _, _ = spec.rpartition(":")
+    if not source:
+        return []
+    if source.endswith(".py"):
+        path = Path(source).expanduser()
+    else:  # importable (check_config imported it): its file, wherever it lives
+        found = importlib.util.find_spec(source)
+        if found is None or not (found.origin or "").endswith(".py"):
+            return []
+        path = Path(found.origin)
+    files = [path, *library_files(path, package_dir=LIB)]
+    return [str(in_workdir(p)) for p in files]
 
 
 def dataset_cfg(dataset):
@@ -219,35 +263,53 @@ def download_lockfile(wildcards):
     return "data/downloads.lock.yaml"
 
 
-def synthetic_input(wildcards):
-    """The generated demo folder when the dataset is synthetic, so it is built first."""
+def local_file(url):
+    """The file a `file:` URL names (relative when it lies in the working directory), or None."""
+    parts = urlparse(url)
+    if parts.scheme.lower() != "file":
+        return None
+    return str(in_workdir(url2pathname(parts.path)))
+
+
+def download_source(wildcards):
+    """What a download copies from: the generated demo folder when the dataset is synthetic (so
+    it is built first), else the local file of a `file:` URL (so editing it reruns the download
+    and everything after; the lock-file check then says how to accept it); nothing for http.
+    """
     if "synthetic" in dataset_cfg(wildcards.dataset):
         return [f"data/demo/{wildcards.dataset}"]
-    return []
+    path = local_file(download_url(wildcards))
+    return [path] if path else []
+
+
+def local_sources(wildcards):
+    """The local files of a dataset's `file:` URLs (none for a generated dataset): inputs of
+    prepare as well as of their downloads. A download refused by the lock-file check leaves no
+    raw file, and Snakemake does not rerun a step for a missing intermediate file, so without
+    them the next run would keep the old interim tables."""
+    if "synthetic" in dataset_cfg(wildcards.dataset):
+        return []
+    paths = [
+        local_file(e["url"]) for e in dataset_cfg(wildcards.dataset)["files"].values()
+    ]
+    return [p for p in paths if p]
 
 
 def synthetic_params(wildcards):
     return dataset_cfg(wildcards.dataset)["synthetic"]
 
 
-def imported_lib(*modules):
-    """Library files the modules import, themselves included (derived from their
-    import statements): inputs of a rule, so editing them reruns the step."""
-    return [str(LIB / f) for f in module_files(*modules)]
+def source_inputs(script, field):
+    """script_inputs of a step that runs the dataset's source (`field` "source") or its
+    generator ("generator"): the registry imports that module by name, so it is named here, and
+    only it (editing another source reruns nothing of this dataset)."""
 
+    def inputs(wildcards):
+        cfg = dataset_cfg(wildcards.dataset)
+        entry = cfg["source"] if field == "source" else cfg["synthetic"][field]
+        return script_inputs(script, *filter(None, [source_module(entry)]))
 
-def source_lib(entry, module):
-    """Library files a step of a dataset source imports: `module` and the source's."""
-    return imported_lib(module, source_module(entry))
-
-
-def prepare_lib(wildcards):
-    return source_lib(dataset_cfg(wildcards.dataset)["source"], "tieaudit.data.ingest")
-
-
-def synthesize_lib(wildcards):
-    generator = dataset_cfg(wildcards.dataset)["synthetic"]["generator"]
-    return source_lib(generator, "tieaudit.data.synthetic")
+    return inputs
 
 
 def prepare_params(wildcards):
@@ -268,30 +330,51 @@ def seed_chunks():
     return list(range(config["evaluation"]["seed_chunks"]))
 
 
-def mode_prefixes():
-    """The results sub-folder of each candidate setting: "" (sampled), "full/" (full)."""
-    return [""] + (["full/"] if FULL else [])
-
-
-def metric_tables(wildcards=None):
-    """Every metrics.csv: the sampled ones, then the full-catalog ones (when enabled)."""
+def hash_seed_chunks(wildcards):
+    """The hash_mean ranks of a sampled table, computed in seed_chunks jobs; a full-catalog
+    summary table records its own (before:hash:S columns, see recorded_hash_seeds)."""
+    if wildcards.setting != "sampled":
+        return []
     return expand(
-        "results/{dataset}/{mode}{scorer}/metrics.csv",
-        mode=mode_prefixes(),
-        dataset=DATASETS,
-        scorer=SCORERS,
+        "results/{dataset}/sampled/{scorer}/hash_seeds/chunk{chunk}.npy",
+        dataset=wildcards.dataset,
+        scorer=wildcards.scorer,
+        chunk=seed_chunks(),
     )
 
 
-def audit_files(name):
-    """Every audit/{name}: the sampled ones, then the full-catalog ones (when enabled)."""
-    return expand(
-        "results/{dataset}/{mode}{scorer}/audit/{name}",
-        mode=mode_prefixes(),
-        dataset=DATASETS,
-        scorer=SCORERS,
-        name=name,
-    )
+def result_keys(datasets=None, settings=None):
+    """(dataset, setting, scorer) of every per-scorer result: by setting (sampled first), then
+    dataset, then scorer. Steps that combine results get these beside the files."""
+    return [
+        (d, s, c)
+        for s in settings or SETTINGS
+        for d in datasets or DATASETS
+        for c in SCORERS
+    ]
+
+
+def result_files(name, keys=None):
+    """results/{dataset}/{setting}/{scorer}/{name} of each key (default: every result)."""
+    return [f"results/{d}/{s}/{c}/{name}" for d, s, c in keys or result_keys()]
+
+
+def dataset_keys(setting):
+    """Params function: the result keys of one setting for the job's dataset."""
+
+    def keys(wildcards):
+        return result_keys([wildcards.dataset], [setting])
+
+    return keys
+
+
+def dataset_results(setting, name):
+    """Input function: {name} of every scorer of one setting for the job's dataset."""
+
+    def files(wildcards):
+        return result_files(name, dataset_keys(setting)(wildcards))
+
+    return files
 
 
 def recorded_hash_seeds():
@@ -329,7 +412,7 @@ def paper_outputs():
 
 
 def all_outputs():
-    return paper_outputs() + [PAPER_MANIFEST] + audit_files("checklist.md")
+    return paper_outputs() + [PAPER_MANIFEST] + result_files("audit/checklist.md")
 
 
 def reference_file():

@@ -5,13 +5,13 @@ localrules:
 
 rule synthesize:
     input:
-        lib=synthesize_lib,
+        lib=source_inputs("synthesize.py", "generator"),
     output:
         directory("data/demo/{dataset}"),
     log:
         f"{LOGS}/synthesize/{{dataset}}.log",
     conda:
-        "../../environment.yml"
+        "../envs/data.yaml"
     params:
         spec=synthetic_params,
     script:
@@ -24,8 +24,8 @@ rule synthesize:
 # which also overrides a profile's `retries:`.
 rule download:
     input:
-        synthetic_input,
-        lib=imported_lib("tieaudit.data.download"),
+        download_source,
+        lib=script_inputs("download.py"),
     output:
         "data/raw/{dataset}/{key}/{filename}",
     log:
@@ -35,7 +35,7 @@ rule download:
         filename=r"[^/]+",
     retries: 0
     conda:
-        "../../environment.yml"
+        "../envs/data.yaml"
     params:
         url=download_url,
         md5=download_md5,

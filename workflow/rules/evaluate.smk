@@ -1,16 +1,17 @@
-# Stage 5: evaluate under every tie rule, and audit row-order invariance.
+# Stage 5: evaluate under every tie rule, and audit row-order invariance, for each candidate
+# setting (sampled, full) alike: results/{dataset}/{setting}/{scorer}/.
 rule hash_seeds:
     input:
-        scores="results/{dataset}/{scorer}/scores.parquet",
-        lib=lib("candidates.py", "evaluate.py", "hashing.py", "measures.py"),
+        scores="results/{dataset}/sampled/{scorer}/scores.parquet",
+        lib=script_inputs("hash_seeds.py"),
     output:
-        "results/{dataset}/{scorer}/hash_seeds/chunk{chunk}.npy",
+        "results/{dataset}/sampled/{scorer}/hash_seeds/chunk{chunk}.npy",
     log:
         f"{LOGS}/hash_seeds/{{dataset}}/{{scorer}}/chunk{{chunk}}.log",
     benchmark:
         f"{BENCH}/hash_seeds/{{dataset}}/{{scorer}}/chunk{{chunk}}.tsv"
     conda:
-        "../../environment.yml"
+        "../envs/eval.yaml"
     resources:
         # measured: max RSS 0.75 GB (3M candidates, 100 seeds in one chunk)
         mem_mb=1500,
@@ -24,32 +25,27 @@ rule hash_seeds:
 
 rule evaluate:
     input:
-        scores="results/{dataset}/{scorer}/scores.parquet",
-        chunks=expand(
-            "results/{{dataset}}/{{scorer}}/hash_seeds/chunk{chunk}.npy",
-            chunk=seed_chunks(),
-        ),
-        lib=lib(
-            "candidates.py",
-            "evaluate.py",
-            "hashing.py",
-            "measures.py",
-            "io.py",
-        ),
+        scores="results/{dataset}/{setting}/{scorer}/scores.parquet",
+        chunks=hash_seed_chunks,
+        lib=script_inputs("evaluate.py"),
     output:
         metrics=report(
-            "results/{dataset}/{scorer}/metrics.csv",
+            "results/{dataset}/{setting}/{scorer}/metrics.csv",
             caption="../report/metrics.rst",
             category="Metrics",
             subcategory="{dataset}",
-            labels={"dataset": "{dataset}", "scorer": "{scorer}"},
+            labels={
+                "dataset": "{dataset}",
+                "setting": "{setting}",
+                "scorer": "{scorer}",
+            },
         ),
     log:
-        f"{LOGS}/evaluate/{{dataset}}/{{scorer}}.log",
+        f"{LOGS}/evaluate/{{dataset}}/{{setting}}/{{scorer}}.log",
     benchmark:
-        f"{BENCH}/evaluate/{{dataset}}/{{scorer}}.tsv"
+        f"{BENCH}/evaluate/{{dataset}}/{{setting}}/{{scorer}}.tsv"
     conda:
-        "../../environment.yml"
+        "../envs/eval.yaml"
     resources:
         # measured: max RSS 1.1 GB (3M candidates)
         mem_mb=2000,
@@ -63,24 +59,28 @@ rule evaluate:
 
 rule audit:
     input:
-        scores="results/{dataset}/{scorer}/scores.parquet",
-        lib=lib("audit.py", "candidates.py", "evaluate.py", "hashing.py", "io.py"),
+        scores="results/{dataset}/{setting}/{scorer}/scores.parquet",
+        lib=script_inputs("audit.py"),
     output:
-        invariance="results/{dataset}/{scorer}/audit/invariance.csv",
-        diagnostics="results/{dataset}/{scorer}/audit/diagnostics.csv",
+        invariance="results/{dataset}/{setting}/{scorer}/audit/invariance.csv",
+        diagnostics="results/{dataset}/{setting}/{scorer}/audit/diagnostics.csv",
         checklist=report(
-            "results/{dataset}/{scorer}/audit/checklist.md",
+            "results/{dataset}/{setting}/{scorer}/audit/checklist.md",
             caption="../report/checklist.rst",
             category="Audit",
             subcategory="{dataset}",
-            labels={"dataset": "{dataset}", "scorer": "{scorer}"},
+            labels={
+                "dataset": "{dataset}",
+                "setting": "{setting}",
+                "scorer": "{scorer}",
+            },
         ),
     log:
-        f"{LOGS}/audit/{{dataset}}/{{scorer}}.log",
+        f"{LOGS}/audit/{{dataset}}/{{setting}}/{{scorer}}.log",
     benchmark:
-        f"{BENCH}/audit/{{dataset}}/{{scorer}}.tsv"
+        f"{BENCH}/audit/{{dataset}}/{{setting}}/{{scorer}}.tsv"
     conda:
-        "../../environment.yml"
+        "../envs/eval.yaml"
     resources:
         # measured: max RSS 1.4 GB (3M candidates, 5 permutations)
         mem_mb=2500,

@@ -20,12 +20,12 @@ localrules:
 
 rule paper_tables:
     input:
-        metrics=metric_tables(),
-        invariance=audit_files("invariance.csv"),
-        diagnostics=audit_files("diagnostics.csv"),
-        checklists=audit_files("checklist.md"),
+        metrics=result_files("metrics.csv"),
+        invariance=result_files("audit/invariance.csv"),
+        diagnostics=result_files("audit/diagnostics.csv"),
+        checklists=result_files("audit/checklist.md"),
         reference=reference_file(),
-        lib=lib("report.py", "io.py"),
+        lib=script_inputs("paper_tables.py"),
     output:
         tables=report(
             expand(
@@ -49,8 +49,9 @@ rule paper_tables:
     log:
         f"{LOGS}/paper_tables.log",
     conda:
-        "../../environment.yml"
+        "../envs/paper.yaml"
     params:
+        results=result_keys(),
         datasets=DATASETS,
         scorers=SCORERS,
         headline=config["evaluation"]["headline"],
@@ -64,11 +65,9 @@ rule paper_tables:
 
 rule figures:
     input:
-        metrics=expand("results/{{dataset}}/{scorer}/metrics.csv", scorer=SCORERS),
-        diagnostics=expand(
-            "results/{{dataset}}/{scorer}/audit/diagnostics.csv", scorer=SCORERS
-        ),
-        lib=lib("figures.py"),
+        metrics=dataset_results("sampled", "metrics.csv"),
+        diagnostics=dataset_results("sampled", "audit/diagnostics.csv"),
+        lib=script_inputs("figures.py"),
     output:
         rules=report(
             multiext("results/paper/figures/{dataset}_rules", ".png", ".pdf"),
@@ -83,8 +82,9 @@ rule figures:
     log:
         f"{LOGS}/figures/{{dataset}}.log",
     conda:
-        "../../environment.yml"
+        "../envs/paper.yaml"
     params:
+        results=dataset_keys("sampled"),
         scorers=SCORERS,
         headline=config["evaluation"]["headline"],
         rules=config["evaluation"]["rules"],
@@ -94,8 +94,8 @@ rule figures:
 
 rule figures_full:
     input:
-        metrics=expand("results/{{dataset}}/full/{scorer}/metrics.csv", scorer=SCORERS),
-        lib=lib("figures.py"),
+        metrics=dataset_results("full", "metrics.csv"),
+        lib=script_inputs("figures_full.py"),
     output:
         rules=report(
             multiext("results/paper/figures/{dataset}_full_rules", ".png", ".pdf"),
@@ -105,8 +105,9 @@ rule figures_full:
     log:
         f"{LOGS}/figures_full/{{dataset}}.log",
     conda:
-        "../../environment.yml"
+        "../envs/paper.yaml"
     params:
+        results=dataset_keys("full"),
         scorers=SCORERS,
         headline=config["evaluation"]["headline"],
         rules=config["evaluation"]["rules"],
@@ -120,12 +121,12 @@ rule figures_full:
 rule paper_manifest:
     input:
         files=paper_outputs(),
-        lib=lib("report.py", "io.py"),
+        lib=script_inputs("paper_manifest.py"),
     output:
         PAPER_MANIFEST,
     log:
         f"{LOGS}/paper_manifest.log",
     conda:
-        "../../environment.yml"
+        "../envs/paper.yaml"
     script:
         "../../scripts/paper_manifest.py"

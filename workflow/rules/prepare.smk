@@ -2,7 +2,8 @@
 rule prepare:
     input:
         unpack(raw_files),
-        lib=prepare_lib,
+        local_sources,
+        lib=source_inputs("prepare.py", "source"),
     output:
         interactions="data/interim/{dataset}/interactions.parquet",
         attributes="data/interim/{dataset}/item_attributes.parquet",
@@ -11,7 +12,7 @@ rule prepare:
     benchmark:
         f"{BENCH}/prepare/{{dataset}}.tsv"
     conda:
-        "../../environment.yml"
+        "../envs/data.yaml"
     resources:
         # measured at real scale (benchmarks/README.md): max RSS 0.7 GB (Amazon, 1.0M metadata
         # records, streamed), 0.5 GB (25M ratings + 28M genome rows)
@@ -26,7 +27,7 @@ rule split:
     input:
         interactions="data/interim/{dataset}/interactions.parquet",
         attributes="data/interim/{dataset}/item_attributes.parquet",
-        lib=lib("split.py"),
+        lib=script_inputs("split.py"),
     output:
         history="data/interim/{dataset}/history.parquet",
         heldout="data/interim/{dataset}/heldout.parquet",
@@ -35,7 +36,7 @@ rule split:
     benchmark:
         f"{BENCH}/split/{{dataset}}.tsv"
     conda:
-        "../../environment.yml"
+        "../envs/eval.yaml"
     resources:
         # measured: max RSS 1.5 GB (Amazon, 6.2M rows); 3.1 GB for 25M MovieLens ratings nearly
         # all kept by attributed_items_only (as on the real ml-25m)
