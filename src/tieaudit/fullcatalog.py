@@ -100,6 +100,7 @@ from collections.abc import Callable, Iterable
 import numpy as np
 import pandas as pd
 
+from tieaudit._arrays import sorted_unique
 from tieaudit.blocks import BlockContext, TieBlock
 from tieaudit.evaluate import DEFAULT_SEEDS
 from tieaudit.hashing import mix64
@@ -177,10 +178,14 @@ def _check_batch_independent(score: PairScore, users: np.ndarray, items: np.ndar
         )
 
 
-def summary_columns(seeds: Iterable[int] = range(DEFAULT_SEEDS)) -> list[str]:
+def summary_columns(
+    seeds: Iterable[int] = range(DEFAULT_SEEDS), k_max: int | None = None
+) -> list[str]:
     """The columns of :func:`full_catalog_candidates`'s output, in order: :data:`FULL_COLUMNS`,
-    then ``before:RULE`` for every recorded rule (:func:`tieaudit.rules.recorded_rules`)."""
-    return list(FULL_COLUMNS) + [f"before:{r}" for r in recorded_rules(_seed_list(seeds))]
+    ``k_max`` when the counts are capped, then ``before:RULE`` for every recorded rule
+    (:func:`tieaudit.rules.recorded_rules`)."""
+    capped = [] if k_max is None else ["k_max"]
+    return list(FULL_COLUMNS) + capped + [f"before:{r}" for r in recorded_rules(_seed_list(seeds))]
 
 
 def _seed_list(seeds: Iterable[int]) -> list[int]:
@@ -249,6 +254,7 @@ def full_catalog_candidates(
     seed: int = 0,
     seeds: Iterable[int] = range(DEFAULT_SEEDS),
     positive_position: str = "first",
+    k_max: int | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> pd.DataFrame:
     """The full-catalog summary table of ``rows`` (see the module docstring).
@@ -262,8 +268,11 @@ def full_catalog_candidates(
     ``item_id``) the scorer is calibrated on first, in place, if it has ``calibrate`` (see the
     module docstring). ``seeds``: the hash seeds to record (``before:hash:S``).
     ``positive_position``: where the held-out item sits in the conceptual stored order
-    (``first``, ``last`` or ``random``; ``seed`` seeds ``random``). ``progress(done_rows,
-    total_rows)`` is called after every chunk.
+    (``first``, ``last`` or ``random``; ``seed`` seeds ``random``). ``k_max``: the largest
+    cutoff the table will be evaluated at; the ``before:hash:S`` counts are then capped at
+    ``max(k_max - n_higher, 0)`` and counted only that far (see "Capped counts" in the module
+    docstring), and the table gets a ``k_max`` column; ``None`` (default) counts exactly.
+    ``progress(done_rows, total_rows)`` is called after every chunk.
 
     Returns a DataFrame with :func:`summary_columns` (``label`` int64 1, ``score`` float64, the
     counts int64), one line per row in the order of ``rows``.
@@ -277,6 +286,9 @@ def full_catalog_candidates(
             f"positive_position must be 'first', 'last' or 'random', got {positive_position!r}"
         )
     seed_list = _seed_list(seeds)
+    if k_max is not None and (isinstance(k_max, bool) or int(k_max) != k_max or k_max < 1):
+        raise ValueError(f"k_max must be a whole number >= 1 or None, got {k_max!r}")
+    k_max = None if k_max is None else int(k_max)
     users = rows["user_id"].astype(str).to_numpy(dtype=object)
     if len(pd.unique(users)) != len(users):
         raise ValueError("rows must have one line per user")
@@ -301,7 +313,8 @@ def full_catalog_candidates(
         raise ValueError(f"chunk_rows must be >= 1, got {chunk_rows!r}")
     chunk_rows = int(chunk_rows)
 
-    # History pairs of the evaluated users as (row index, catalogue code), sorted by row index.
+    # History pairs of the evaluated users as (row index, catalogue code): distinct, sorted,
+    # without the row's held-out item (a candidate even if seen before).
     h_row = pd.Index(users, dtype=object).get_indexer(
         history["user_id"].astype(str).to_numpy(dtype=object)
     )
@@ -309,9 +322,10 @@ def full_catalog_candidates(
     h_item = cat_index.get_indexer(history["item_id"].astype(str).to_numpy(dtype=object)[keep])
     h_row = h_row[keep]
     in_cat = h_item >= 0
-    h_row, h_item = h_row[in_cat], h_item[in_cat].astype(np.int64)
-    order = np.argsort(h_row, kind="stable")
-    h_row, h_item = h_row[order].astype(np.int64), h_item[order]
+    h_key = sorted_unique(h_row[in_cat].astype(np.int64) * n_items + h_item[in_cat])
+    h_row, h_item = h_key // max(n_items, 1), h_key % max(n_items, 1)
+    other = h_item != pos[h_row]
+    h_row, h_item = h_row[other], h_item[other]
     h_start = np.searchsorted(h_row, np.arange(n_rows + 1))
 
     if calibration is not None:
@@ -337,13 +351,16 @@ def full_catalog_candidates(
         if not np.all(np.isfinite(s)):
             raise ValueError("scorer returned non-finite scores")
         place = _placement(positive_position, uniform, lo, hi)
-        part = _reduce_chunk(s, pos[lo:hi], h_row, h_item, h_start, lo, context, seed_list, place)
+        a, b = h_start[lo], h_start[hi]
+        part = _reduce_chunk(
+            s, pos[lo:hi], h_row[a:b] - lo, h_item[a:b], lo, context, seed_list, place, k_max
+        )
         del s
         parts.append(part)
         if progress is not None:
             progress(hi, n_rows)
 
-    columns = summary_columns(seed_list)
+    columns = summary_columns(seed_list, k_max)
     counts = {c: np.concatenate([p[c] for p in parts]) if parts else np.zeros(0, np.int64)
               for c in columns[5:]}  # fmt: skip
     score = np.concatenate([p["score"] for p in parts]) if parts else np.zeros(0)
@@ -390,38 +407,59 @@ def _reduce_chunk(
     pos: np.ndarray,
     h_row: np.ndarray,
     h_item: np.ndarray,
-    h_start: np.ndarray,
     lo: int,
     context: BlockContext,
     seeds: list[int],
     placement: Callable[[np.ndarray], np.ndarray],
+    k_max: int | None,
 ) -> dict[str, np.ndarray]:
-    """Reduce a ``c x n_items`` score block (rows ``lo .. lo + c - 1``) to its summary lines."""
+    """Reduce a ``c x n_items`` score block (rows ``lo .. lo + c - 1``) to its summary lines.
+
+    ``h_row``/``h_item``: the chunk's history pairs (row within the chunk, catalogue code),
+    distinct, the held-out items left out. Two passes over the block count every item above and
+    tied with the relevant one; the history items are then taken off (their scores gathered)
+    and the lower ones follow from the row's number of candidates. ``n_modal`` is ``1 +
+    n_tied`` when neither side outnumbers the tie group (no other group can be larger); only the
+    other rows are sorted."""
     c, n_items = s.shape
     local = np.arange(c)
-    candidate = np.ones((c, n_items), dtype=bool)
-    a, b = h_start[lo], h_start[lo + c]
-    candidate.ravel()[(h_row[a:b] - lo) * n_items + h_item[a:b]] = False
-    candidate[local, pos] = True  # the held-out item is a candidate even if seen before
     r = s[local, pos]
     rel = r[:, None]
-    n_higher = np.count_nonzero((s > rel) & candidate, axis=1).astype(np.int64)
-    n_lower = np.count_nonzero((s < rel) & candidate, axis=1).astype(np.int64)
-    tied = (s == rel) & candidate
+    tied = s == rel
+    tied[h_row, h_item] = False
     tied[local, pos] = False
-    n_tied = np.count_nonzero(tied, axis=1).astype(np.int64)
-    t_row, t_item = np.nonzero(tied)  # row-major: grouped by row, catalogue order within
-    del tied
+    n_tied = _row_counts(tied)
+    seen = np.bincount(h_row, minlength=c)
+    above = _row_counts(np.greater(s, rel))
+    n_higher = above - np.bincount(h_row[s[h_row, h_item] > r[h_row]], minlength=c)
+    n_lower = n_items - seen - 1 - n_higher - n_tied
+    n_modal = 1 + n_tied
+    sort = np.flatnonzero(np.maximum(n_higher, n_lower) > n_modal)
+    if len(sort):
+        candidate = np.ones((len(sort), n_items), dtype=bool)
+        which = np.full(c, -1, dtype=np.int64)
+        which[sort] = np.arange(len(sort))
+        mine = which[h_row] >= 0
+        candidate[which[h_row[mine]], h_item[mine]] = False
+        n_modal[sort] = _modal_counts(s[sort], candidate)
     out: dict[str, np.ndarray] = {
         "score": r.copy(),
-        "n_higher": n_higher,
+        "n_higher": n_higher.astype(np.int64),
         "n_tied": n_tied,
-        "n_lower": n_lower,
-        "n_modal": _modal_counts(s, candidate),
+        "n_lower": n_lower.astype(np.int64),
+        "n_modal": n_modal,
     }
-    block = TieBlock(context, lo, pos, n_higher, n_tied, t_row, t_item, placement(n_tied))
+    if k_max is not None:
+        out["k_max"] = np.full(c, k_max, dtype=np.int64)
+    block = TieBlock(context, lo, pos, out["n_higher"], n_tied, tied, placement(n_tied), k_max)
     out.update(_recorded_counts(block, seeds))
     return out
+
+
+def _row_counts(mask: np.ndarray) -> np.ndarray:
+    """Per row, the True entries of a 2-D boolean mask (a row at a time: numpy's fast count,
+    which ``count_nonzero(axis=1)`` does not use)."""
+    return np.array([np.count_nonzero(m) for m in mask], dtype=np.int64)
 
 
 def _recorded_counts(block: TieBlock, seeds: list[int]) -> dict[str, np.ndarray]:
