@@ -210,3 +210,45 @@ def _small_case():
     history = pd.DataFrame({"user_id": np.repeat(users, 5), "item_id": catalog[:30]})
     rows = pd.DataFrame({"user_id": users, "item_id": held})
     return FullCatalogCase(rows, history, catalog, users, scores)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(full_catalog_cases(max_items=2500, max_levels=6))
+def test_row_counts_by_brute_force(case) -> None:
+    # n_higher / n_tied / n_lower / n_modal / before:item_id of the reduction (counts over the
+    # block, history taken off afterwards, n_modal from a majority score or a sort) against
+    # counting each row's candidates directly
+    out = full_catalog_candidates(case.rows, case.history, case.catalog, case.scorer(), seeds=[],
+                                  chunk_rows=3)  # fmt: skip
+    seen = case.history.groupby("user_id")["item_id"].agg(set).to_dict()
+    col = {it: j for j, it in enumerate(case.catalog)}
+    for u, (user, held) in enumerate(zip(case.rows["user_id"], case.rows["item_id"], strict=True)):
+        keep = [j for j, it in enumerate(case.catalog) if it == held or it not in seen[user]]
+        s, r = case.scores[u, keep], case.scores[u, col[held]]
+        others = [case.catalog[j] for j in keep if case.catalog[j] != held and case.scores[u, j] == r]
+        want = (int((s > r).sum()), int((s == r).sum()) - 1, int((s < r).sum()),
+                int(np.unique(s, return_counts=True)[1].max()), sum(it < held for it in others))
+        got = tuple(int(out.iloc[u][c]) for c in
+                    ("n_higher", "n_tied", "n_lower", "n_modal", "before:item_id"))  # fmt: skip
+        assert got == want
+
+
+def test_n_modal_when_the_sampled_score_is_not_the_largest_group() -> None:
+    # every 4th item scores 1 (what an evenly spaced sample of the row sees), plus a few more:
+    # 35% of the row; 45% score 2 on the items the sample skips; the rest 0, the held-out's
+    # score. The sampled score holds no majority, so the row is sorted: n_modal is the 2-group.
+    from tieaudit.scorers import MatrixScorer
+
+    n = 4096
+    j = np.arange(n)
+    row = np.where(j % 4 == 0, 1.0, np.where(j % 4 == 1, 2.0, 0.0))
+    row[(j % 4 == 2) & (j < 0.8 * n)] = 2.0
+    row[(j % 4 == 3) & (j < 0.4 * n)] = 1.0
+    catalog = np.array([f"i{k:05d}" for k in range(n)], dtype=object)
+    rows = pd.DataFrame({"user_id": ["u"], "item_id": [catalog[3 + 4 * 1000]]})  # scores 0
+    history = pd.DataFrame({"user_id": ["u"], "item_id": [catalog[1]]})
+    out = full_catalog_candidates(rows, history, catalog, MatrixScorer(row[None, :], ["u"], catalog),
+                                  seeds=[])  # fmt: skip
+    values, counts = np.unique(np.delete(row, 1), return_counts=True)
+    assert values[np.argmax(counts)] == 2.0 and counts.max() < n / 2
+    assert int(out["n_modal"].iloc[0]) == counts.max()

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from ._arrays import sorted_unique
 from .hashing import string_hashes
 from .ties import Memo
 
@@ -33,9 +34,17 @@ class BlockContext(Memo):
         """``H(user_id)`` of every row (uint64)."""
         return self.memo("H(users)", lambda: string_hashes(self.users))
 
-    def item_hashes(self) -> np.ndarray:
-        """``H(item_id)`` of every catalogue item (uint64)."""
-        return self.memo("H(catalog)", lambda: string_hashes(self.catalog))
+    def item_hashes(self, codes: np.ndarray) -> np.ndarray:
+        """``H(item_id)`` of the catalogue items at ``codes`` (uint64), each item hashed the
+        first time it is asked for (a capped count may need a few of a large catalogue)."""
+        n = len(self.catalog)
+        known, done = self.memo("H(catalog)", lambda: (np.zeros(n, np.uint64), np.zeros(n, bool)))
+        new = codes[~done[codes]]
+        if len(new):
+            new = sorted_unique(new)
+            known[new] = string_hashes(self.catalog[new])
+            done[new] = True
+        return known[codes]
 
 
 @dataclass(frozen=True, eq=False)

@@ -99,6 +99,8 @@ from collections.abc import Callable, Iterable
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from tieaudit._arrays import sorted_unique
 from tieaudit.blocks import BlockContext, TieBlock
@@ -127,6 +129,7 @@ FULL_COLUMNS = (
 DEFAULT_CHUNK_PAIRS = 2_000_000
 _CHECK_PAIRS = 4096  # pairs of the first chunk used to check batch independence
 _CHECK_USERS = 8  # users of the first chunk whose score_matrix rows are checked against score
+_MODE_SAMPLE = 1024  # entries of a row sampled for its likely most common score (n_modal)
 
 PairScore = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
@@ -148,7 +151,7 @@ def calibration_sample(
     if "user_id" not in rows.columns:
         raise ValueError("rows lack column 'user_id'")
     users = rows["user_id"].astype(str).to_numpy(dtype=object)
-    cat = np.array(sorted({str(x) for x in np.asarray(catalog, dtype=object).ravel()}), dtype=object)
+    cat = sorted_ids(catalog)
     if int(n) > 0 and (len(users) == 0 or len(cat) == 0):
         raise ValueError("calibration_sample needs at least one row and one catalogue item")
     rng = make_rng(seed, "fullcatalog-residual")
@@ -156,6 +159,18 @@ def calibration_sample(
     fit_users = users[rng.integers(0, len(users), n)]
     fit_items = cat[rng.integers(0, len(cat), n)]
     return pd.DataFrame({"user_id": fit_users, "item_id": fit_items})
+
+
+def sorted_ids(values) -> np.ndarray:
+    """The distinct ids of ``values`` as Python strings (numpy's fixed-width str would drop
+    trailing NULs) in code-point order: sorted by Arrow, whose UTF-8 byte order is code-point
+    order (Python's ``sorted`` for text Arrow cannot hold, e.g. a lone surrogate)."""
+    texts = [str(x) for x in np.asarray(values, dtype=object).ravel()]
+    try:
+        distinct = pa.array(texts, type=pa.large_string()).unique()
+    except (pa.ArrowException, UnicodeError):
+        return np.array(sorted(set(texts)), dtype=object)
+    return np.array(distinct.take(pc.sort_indices(distinct)).to_pylist(), dtype=object)
 
 
 def _check_batch_independent(score: PairScore, users: np.ndarray, items: np.ndarray) -> None:
@@ -297,8 +312,7 @@ def full_catalog_candidates(
         if "row" in rows.columns
         else np.array([row_id(u) for u in users], dtype=object)
     )
-    # Python strings (numpy's fixed-width str would drop trailing NULs), code-point order
-    cat = np.array(sorted({str(x) for x in np.asarray(catalog, dtype=object).ravel()}), dtype=object)
+    cat = sorted_ids(catalog)
     n_items = len(cat)
     cat_index = pd.Index(cat, dtype=object)
     pos = cat_index.get_indexer(rows["item_id"].astype(str).to_numpy(dtype=object))
@@ -419,8 +433,9 @@ def _reduce_chunk(
     distinct, the held-out items left out. Two passes over the block count every item above and
     tied with the relevant one; the history items are then taken off (their scores gathered)
     and the lower ones follow from the row's number of candidates. ``n_modal`` is ``1 +
-    n_tied`` when neither side outnumbers the tie group (no other group can be larger); only the
-    other rows are sorted."""
+    n_tied`` when neither side outnumbers the tie group (no other group can be larger), else
+    the size of a group holding most of the row's candidates when there is one
+    (:func:`_majority_modes`); only the other rows are sorted."""
     c, n_items = s.shape
     local = np.arange(c)
     r = s[local, pos]
@@ -434,7 +449,8 @@ def _reduce_chunk(
     n_higher = above - np.bincount(h_row[s[h_row, h_item] > r[h_row]], minlength=c)
     n_lower = n_items - seen - 1 - n_higher - n_tied
     n_modal = 1 + n_tied
-    sort = np.flatnonzero(np.maximum(n_higher, n_lower) > n_modal)
+    wider = np.flatnonzero(np.maximum(n_higher, n_lower) > n_modal)
+    sort = _majority_modes(s, wider, h_row, h_item, n_items - seen, n_modal)
     if len(sort):
         candidate = np.ones((len(sort), n_items), dtype=bool)
         which = np.full(c, -1, dtype=np.int64)
@@ -454,6 +470,34 @@ def _reduce_chunk(
     block = TieBlock(context, lo, pos, out["n_higher"], n_tied, tied, placement(n_tied), k_max)
     out.update(_recorded_counts(block, seeds))
     return out
+
+
+def _majority_modes(
+    s: np.ndarray,
+    rows: np.ndarray,
+    h_row: np.ndarray,
+    h_item: np.ndarray,
+    n_candidates: np.ndarray,
+    n_modal: np.ndarray,
+) -> np.ndarray:
+    """``n_modal`` of the ``rows`` where one score holds more than half of the candidates (it is
+    then the largest group: every other one holds less than half), set in place; returns the
+    other rows. The score tried is the most common one of ~1,000 evenly spaced entries of the row;
+    its group is counted exactly (history items taken off), so the sample only chooses what is
+    checked. A tie-heavy row (a count, an overlap: most of the catalogue at one score) needs one
+    count instead of a sort."""
+    rest = []
+    stride = max(1, s.shape[1] // _MODE_SAMPLE)
+    for r in rows.tolist():
+        values, counts = np.unique(s[r, ::stride], return_counts=True)
+        v = values[np.argmax(counts)]
+        mine = h_item[h_row == r]
+        group = np.count_nonzero(s[r] == v) - np.count_nonzero(s[r, mine] == v)
+        if 2 * group > n_candidates[r]:
+            n_modal[r] = group
+        else:
+            rest.append(r)
+    return np.array(rest, dtype=np.int64)
 
 
 def _row_counts(mask: np.ndarray) -> np.ndarray:

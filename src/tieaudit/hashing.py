@@ -79,8 +79,12 @@ def mix64(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
 
 
 def string_hashes(values: Sequence[str]) -> np.ndarray:
-    """``H(s)`` for each string, as uint64 (one blake2b per string: pass unique values)."""
-    return np.fromiter((_h(str(v)) for v in values), dtype=np.uint64, count=len(values))
+    """``H(s)`` for each string, as uint64 (one blake2b per string: pass unique values). The
+    digests are joined and read as little-endian words: ``_h`` of each, without a Python integer
+    per string."""
+    b2 = hashlib.blake2b
+    raw = b"".join([b2(str(v).encode("utf-8"), digest_size=8).digest() for v in values])
+    return np.frombuffer(raw, dtype="<u8").astype(np.uint64)
 
 
 def pair_keys(user_hash: np.ndarray, item_hash: np.ndarray) -> np.ndarray:

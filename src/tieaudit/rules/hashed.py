@@ -118,7 +118,7 @@ def _capped_counts(
     twice the members its slowest seed needs. All (seed, row) pairs still counting are hashed
     together, flat, in batches of about ``_HASH_BLOCK`` keys.
     """
-    item_hash, user_hash = block.context.item_hashes(), block.user_hashes[rows]
+    user_hash = block.user_hashes[rows]
     pos, rel = block.pos[rows], pair_rel[rows]
     cap = block.caps[rows]
     n_items = block.tied.shape[1]
@@ -136,7 +136,7 @@ def _capped_counts(
         col[live] = stop
         if len(codes):
             of = live[owner]
-            tie = pair_keys(user_hash[of], item_hash[codes])
+            tie = pair_keys(user_hash[of], block.context.item_hashes(codes))
             first = (tie == rel[of]) & (codes < pos[of])  # equal keys: smaller item id first
             first = first if first.any() else None
             per_row = np.bincount(owner, minlength=len(live))
@@ -213,8 +213,8 @@ class Hash(RuleKind):
         is at most the cap are counted whole, and the others scan their group until every
         seed's count reaches the cap (:func:`_capped_counts`), about ``cap * ln(t / cap)``
         members a seed instead of ``t``."""
-        item_hash, user_hash = block.context.item_hashes(), block.user_hashes
-        pair_rel = pair_keys(user_hash, item_hash[block.pos])
+        user_hash = block.user_hashes
+        pair_rel = pair_keys(user_hash, block.context.item_hashes(block.pos))
         counts = np.zeros((len(seeds), block.n_rows), dtype=np.int64)
         caps, tied = block.caps, block.n_tied
         whole = np.flatnonzero((tied > 0) if caps is None else (tied > 0) & (tied <= caps))
@@ -222,7 +222,7 @@ class Hash(RuleKind):
             owner, codes = block.members(
                 whole, np.zeros(len(whole), np.int64), np.full(len(whole), block.tied.shape[1])
             )
-            tie = pair_keys(user_hash[whole][owner], item_hash[codes])
+            tie = pair_keys(user_hash[whole][owner], block.context.item_hashes(codes))
             smaller = codes < block.pos[whole][owner]
             counts[:, whole] = _exact_counts(seeds, pair_rel[whole], tie, smaller, tied[whole])
         if caps is not None:
