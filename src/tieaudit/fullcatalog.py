@@ -23,7 +23,7 @@ Columns (:func:`summary_columns`)
 ---------------------------------
 ``row, user_id, item_id, label (1), score`` of the held-out item, then ``n_higher, n_tied,
 n_lower, n_modal`` (the size of the row's largest group of equal scores, for the audit's
-diagnostics), then ``before:RULE``:
+diagnostics), ``k_max`` when given (see "Capped counts"), then ``before:RULE``:
 
 one per rule kind that counts over a block of scores (:meth:`tieaudit.rules.RuleKind.block_before`,
 listed by :func:`tieaudit.rules.recorded_rules`; the rule modules document their counts):
@@ -39,8 +39,25 @@ listed by :func:`tieaudit.rules.recorded_rules`; the rule modules document their
 * ``before:hash:S`` for every seed ``S`` of ``seeds`` (default ``0 .. 99``, what ``hash_mean``
   over 100 seeds and ``hash:0`` need; :func:`tieaudit.rules.recorded_seeds` gives them for a
   list of rules) — tied items whose key ``key(S, user, item)`` (:mod:`tieaudit.hashing`) is
-  smaller than the relevant item's (equal keys: smaller item id first). Exact: every tie
-  member's key is computed, for every seed (about 2 ns a member and seed).
+  smaller than the relevant item's (equal keys: smaller item id first). Exact without
+  ``k_max`` (every tie member's key, for every seed: about 2 ns a member and seed); capped with
+  it (below).
+
+Capped counts (``k_max``)
+-------------------------
+Every measure has a cutoff ``k``, and a rule's rank ``g + 1 + b`` only matters while ``g + b <
+k_max``, the largest cutoff to be evaluated. Given ``k_max``, a rule kind that declares
+``capped`` (``hash:S``) records ``min(b, max(k_max - g, 0))``: rows whose cap is 0 (``g >=
+k_max``) cost nothing, tie groups no larger than the cap are counted whole, and larger ones are
+scanned in growing windows of the catalogue until each seed's count reaches the cap (about
+``cap * ln(t / cap)`` members a seed instead of ``t``: :meth:`tieaudit.rules.hashed.Hash.block_before`).
+Keys do not depend on the scan order, so every measure with ``k <= k_max`` is exactly the
+uncapped table's. The table gets a ``k_max`` column; :mod:`tieaudit.candidates` checks that no
+capped count exceeds its cap, and :func:`tieaudit.evaluate` refuses a cutoff above ``k_max``
+(never a silently wrong number). The pipeline passes the largest cutoff of its measures.
+The other counts are exact whatever ``k_max``: ``before:item_id`` is a count over the row's
+catalogue prefix, ``input_order`` a place, and ``expected`` and the bounds need ``g`` and ``t``
+only.
 
 Rules without a block count derive theirs from these columns on the summary table:
 ``reversed_input`` is ``n_tied - before:input_order``; ``random:SEED`` is drawn per row from
@@ -85,12 +102,24 @@ for a library user without sampled candidates::
 
     scorer.calibrate(calibration_sample(rows, catalog, 200_000, seed=0))
 
+Reducing a chunk
+----------------
+Two passes over the block count, per row, the items above and tied with the relevant one; the
+history items are taken off afterwards (their few scores gathered) and the lower ones follow
+from the row's number of candidates: the work is close to one numpy pass over the scores
+(``benchmarks/bench_reducer.py`` measures the ratio). ``n_modal`` is ``1 + n_tied`` unless the
+higher or lower side outnumbers the tie group; such a row is settled by one count when a
+sampled score holds most of its candidates, and sorted otherwise. Tie members are never listed
+as a whole: the capped counts read the tie mask a window at a time.
+
 Memory
 ------
-A chunk holds ``chunk_rows x n_items`` scores (float64) and a few boolean masks and sort buffers
-of the same shape, about 40 bytes a pair (plus two object arrays of ids on the pair path), the
-tie members' keys (16 bytes each) and the scorer's own working memory for that batch.
-:func:`chunk_rows_for` turns a pair budget into a row count. The output has one line per row.
+A chunk holds ``chunk_rows x n_items`` scores (float64) and two boolean masks of the same shape
+(about 10 bytes a pair, plus sort buffers for the rows ``n_modal`` sorts and two object arrays of
+ids on the pair path), the keys of the tie members being counted (a whole group only where its
+size is under the cap or no ``k_max`` is given: 16 bytes a member) and the scorer's own working
+memory for that batch. :func:`chunk_rows_for` turns a pair budget into a row count. The output
+has one line per row.
 """
 
 from __future__ import annotations
