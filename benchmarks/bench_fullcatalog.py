@@ -7,7 +7,8 @@ mostly from their taste cluster, the ``attribute_overlap`` scorer (``weight: rat
 
 * seconds and rows per second of :func:`tieaudit.fullcatalog.full_catalog_candidates` (scoring
   every catalogue item of every row in chunks with the scorer's ``score_matrix``, and reducing
-  each row to its summary line with 100 hash seeds);
+  each row to its summary line with 100 hash seeds, capped at ``k_max=20`` as the pipeline
+  does with its measures);
 * the mean tie-group size at the held-out item (what the 100 hash seeds are computed over);
 * the peak RSS of the process (``resource.getrusage(RUSAGE_SELF).ru_maxrss``), before and after
   the evaluation: each row count runs in its own subprocess so the peaks do not mix.
@@ -26,6 +27,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -119,7 +121,8 @@ def child(n_rows: int, chunk_pairs: int, mode: str) -> dict:
         scorer = _AllTied()
     before = peak_mb()
     t0 = time.perf_counter()
-    out = full_catalog_candidates(rows, history, catalog, scorer, chunk_pairs=chunk_pairs)
+    out = full_catalog_candidates(rows, history, catalog, scorer, chunk_pairs=chunk_pairs,
+                                  k_max=20)  # fmt: skip
     secs = time.perf_counter() - t0
     digest = hashlib.sha256(pd.util.hash_pandas_object(out, index=False).values).hexdigest()
     return {
@@ -161,8 +164,9 @@ def main() -> None:
     if args.child is not None:
         print(json.dumps(child(args.child, args.chunk_pairs, args.mode)))
         return
-    print(f"full catalogue: {N_ITEMS:,} items, attribute_overlap, 100 hash seeds, "
-          f"chunk_pairs={args.chunk_pairs:,}")  # fmt: skip
+    print(f"full catalogue: {N_ITEMS:,} items, attribute_overlap, 100 hash seeds (k_max=20), "
+          f"chunk_pairs={args.chunk_pairs:,}, load average "
+          f"{'/'.join(f'{x:.2f}' for x in os.getloadavg())}")  # fmt: skip
     print(f"{'scoring':>7} {'rows':>7} {'seconds':>8} {'rows/s':>8} {'Mpairs/s':>9} "
           f"{'tie size':>9} {'chunk':>6} {'RSS before':>11} {'peak RSS':>9}")  # fmt: skip
     results = []
@@ -179,6 +183,7 @@ def main() -> None:
           f"{pairs['seconds']:.1f} s: {pairs['seconds'] / results[0]['seconds']:.1f}x; "
           f"outputs {same}")  # fmt: skip
     print(f"every candidate tied (tie group = catalogue, 100 seeds): {tied['rows_per_s']:.0f} rows/s")
+    print(f"load average at the end {'/'.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,9 @@
-"""Benchmark: ``score`` on repeat/tile pairs against ``score_matrix`` for one chunk of users.
+"""Benchmark: each built-in scorer's ``score_matrix`` against a plain sparse-product baseline
+and against ``score`` on repeat/tile pairs, for one chunk of users.
 
 Run on demand (``python benchmarks/bench_score_matrix.py``); it prints, from one run, for the
-``attribute_overlap`` scorer (``weight: rating``) on two generated data sets:
+``attribute_overlap`` and ``residualized_attribute`` scorers (``weight: rating``) and
+``popularity`` on two generated data sets:
 
 * **genome**: shaped like MovieLens Tag Genome — 13,816 movies with 10 distinct tags each out of
   1,128 (7 from the movie's taste cluster, 3 at random), users with 20-300 rated movies
@@ -10,12 +12,21 @@ Run on demand (``python benchmarks/bench_score_matrix.py``); it prints, from one
   sub-categories and one of 120 leaf categories, a brand (25,000 values) and a store (20,000
   values) drawn Zipf-like, users with 3-50 rated items, integer ratings 1-5;
 
-the seconds and pairs per second of ``score(np.repeat(users, n), np.tile(catalog, c))`` (the pair
-arrays built beforehand, not timed) and of ``score_matrix(users, catalog)`` for the same chunk of
-``c`` users against the whole catalogue (both best of ``--repeat``), their ratio, the first
-``score_matrix`` call on its own (it builds the inverted index that later calls reuse), and the
-peak of numpy's allocations during each call (``tracemalloc``, measured in separate untimed
-calls). The two results are checked bit-identical (``np.array_equal``).
+the seconds and pairs per second (best of ``--repeat``) of
+
+* ``score(np.repeat(users, n), np.tile(catalog, c))`` (the pair arrays built beforehand, not
+  timed), the path of a scorer without ``score_matrix``;
+* ``score_matrix(users, catalog)`` for the same chunk of ``c`` users against the whole
+  catalogue (its first call, which builds what later calls reuse, is reported on its own);
+* the **baseline**: the same block from matrices built beforehand with pandas and
+  ``scipy.sparse``, outside the timing — ``(A @ W).T`` with ``A`` the items x attributes
+  incidence (CSR) and ``W`` the users' attribute weights (dense), minus the items' fitted values
+  for ``residualized_attribute``; the items' popularity row repeated for ``popularity``: the
+  floor for a scorer that must also find the users' weights and the items' rows;
+
+their ratios, and the peak of numpy's allocations during each scorer call (``tracemalloc``,
+measured in separate untimed calls). All three results are checked bit-identical
+(``np.array_equal``).
 
 The chunk is what full-catalog evaluation scores at once: ``chunk_rows_for(n_items,
 --chunk-pairs)`` users (default 2,000,000 pairs: 144 genome users, 10 amazon users), a sample of
@@ -25,15 +36,18 @@ the users of the history.
 from __future__ import annotations
 
 import argparse
+import os
 import time
 import tracemalloc
 
 import numpy as np
 import pandas as pd
 
+from scipy import sparse
+
 from bench_evaluate import timed  # best of N (this folder is on sys.path when run as a script)
-from tieaudit.fullcatalog import DEFAULT_CHUNK_PAIRS, chunk_rows_for
-from tieaudit.scorers import AttributeOverlapScorer
+from tieaudit.fullcatalog import DEFAULT_CHUNK_PAIRS, calibration_sample, chunk_rows_for
+from tieaudit.scorers import get_scorer
 
 GENOME_ITEMS, GENOME_TAGS, TAGS_PER_ITEM, CLUSTERS = 13_816, 1_128, 10, 24
 AMAZON_ITEMS, BRANDS, STORES = 200_000, 25_000, 20_000
@@ -124,39 +138,82 @@ def peak_mb(fn) -> float:
         tracemalloc.stop()
 
 
-def run(name: str, history, attrs, catalog, chunk_pairs: int, repeat: int, seed: int) -> None:
-    scorer = AttributeOverlapScorer(weight="rating").fit(history, attrs)
+def baseline(name: str, scorer, history, attrs, users, catalog):
+    """The block as a plain product of matrices built here (untimed); returns the timed part."""
+    if name == "popularity":
+        counts = history["item_id"].value_counts()
+        row = counts.reindex(catalog, fill_value=0).to_numpy(dtype=np.float64)
+        return lambda: np.repeat(row[None, :], len(users), axis=0)
+    pairs = attrs[["item_id", "attribute"]].drop_duplicates()
+    attr_code, attr_names = pd.factorize(pairs["attribute"], sort=True)
+    item_pos = pd.Index(catalog).get_indexer(pairs["item_id"])
+    keep = item_pos >= 0
+    incidence = sparse.csr_array(
+        (np.ones(int(keep.sum())), (item_pos[keep], attr_code[keep])),
+        shape=(len(catalog), len(attr_names)),
+    )
+    incidence.sort_indices()
+    mine = history[history["user_id"].isin(users)][["user_id", "item_id", "rating"]]
+    touched = mine.merge(pairs, on="item_id")
+    weights = touched.assign(rating=touched["rating"].fillna(1.0)).groupby(
+        ["user_id", "attribute"], sort=False)["rating"].sum()  # fmt: skip
+    dense = np.zeros((len(attr_names), len(users)))
+    col = pd.Index(users).get_indexer(weights.index.get_level_values(0))
+    dense[attr_names.get_indexer(weights.index.get_level_values(1)), col] = weights.to_numpy()
+    if name == "attribute_overlap":
+        return lambda: np.ascontiguousarray((incidence @ dense).T)
+    b0, b1, b2 = (float(c) for c in scorer.coef_)
+    x1, x2 = scorer.covariates(catalog)
+    fitted = b0 + b1 * x1 + b2 * x2
+    return lambda: np.ascontiguousarray((incidence @ dense).T) - fitted[None, :]
+
+
+def run(data: str, history, attrs, catalog, chunk_pairs: int, repeat: int, seed: int) -> None:
     n_items = len(catalog)
     c = chunk_rows_for(n_items, chunk_pairs)
     all_users = pd.unique(history["user_id"].to_numpy(dtype=object))
     users = np.random.default_rng(seed).choice(all_users, c, replace=False).astype(object)
     n_rated = history["user_id"].value_counts().reindex(users).to_numpy()
-    pair_users, pair_items = np.repeat(users, n_items), np.tile(catalog, c)
     n = c * n_items
+    print(
+        f"{data}: {n_items:,} items, {attrs['attribute'].nunique():,} attributes, "
+        f"{len(history):,} history rows; chunk of {c} users ({n_rated.min()}-{n_rated.max()} "
+        f"rated, median {int(np.median(n_rated))}) x {n_items:,} items = {n:,} pairs"
+    )
+    print(f"  {'scorer':<23} {'score':>8} {'matrix':>8} {'baseline':>8}  (Mpairs/s)  "
+          f"{'score/matrix':>12} {'matrix/baseline':>15} {'first call':>10} {'peak MB':>14}")  # fmt: skip
+    for name in ("attribute_overlap", "residualized_attribute", "popularity"):
+        show_scorer(name, history, attrs, users, catalog, repeat, seed)
+    print("  (peak MB: score / score_matrix; all three results bit-identical)")
 
+
+def show_scorer(name: str, history, attrs, users, catalog, repeat: int, seed: int) -> None:
+    """One line of the table: the three paths of ``name`` on the chunk ``users x catalog``."""
+    c, n_items = len(users), len(catalog)
+    n = c * n_items
+    pair_users, pair_items = np.repeat(users, n_items), np.tile(catalog, c)
+    options = {} if name == "popularity" else {"weight": "rating"}
+    scorer = get_scorer(name, **options).fit(history, attrs)
+    if name == "residualized_attribute":
+        scorer.calibrate(calibration_sample(pd.DataFrame({"user_id": users}), catalog,
+                                            50_000, seed=seed))  # fmt: skip
     t_first = time.perf_counter()
     scorer.score_matrix(users, catalog)
     t_first = time.perf_counter() - t_first
     t_pair, s_pair = timed(lambda: scorer.score(pair_users, pair_items), repeat)
     t_mat, s_mat = timed(lambda: scorer.score_matrix(users, catalog), repeat)
-    same = np.array_equal(s_pair.reshape(c, n_items), s_mat)
+    t_base, s_base = timed(baseline(name, scorer, history, attrs, users, catalog), repeat)
+    same = np.array_equal(s_pair.reshape(c, n_items), s_mat) and np.array_equal(s_mat, s_base)
     m_pair = peak_mb(lambda: scorer.score(pair_users, pair_items))
     m_mat = peak_mb(lambda: scorer.score_matrix(users, catalog))
     print(
-        f"{name}: {n_items:,} items, {attrs['attribute'].nunique():,} attributes, "
-        f"{len(history):,} history rows; chunk of {c} users ({n_rated.min()}-{n_rated.max()} "
-        f"rated, median {int(np.median(n_rated))}) x {n_items:,} items = {n:,} pairs"
-    )
-    print(f"  {'path':<13} {'seconds':>8} {'Mpairs/s':>9} {'peak MB':>8}")
-    print(f"  {'score':<13} {t_pair:>8.3f} {n / t_pair / 1e6:>9.2f} {m_pair:>8.0f}")
-    print(f"  {'score_matrix':<13} {t_mat:>8.3f} {n / t_mat / 1e6:>9.2f} {m_mat:>8.0f}")
-    print(
-        f"  ratio {t_pair / t_mat:.1f}x; first score_matrix call (builds the inverted index) "
-        f"{t_first:.3f} s; results bit-identical: {same}",
+        f"  {name:<23} {n / t_pair / 1e6:>8.1f} {n / t_mat / 1e6:>8.1f} "
+        f"{n / t_base / 1e6:>8.1f}  {'':>10}  {t_pair / t_mat:>11.1f}x {t_mat / t_base:>14.2f}x "
+        f"{t_first:>9.3f}s {m_pair:>6.0f} / {m_mat:>5.0f}",
         flush=True,
     )
     if not same:
-        raise SystemExit(f"{name}: score_matrix and score disagree")
+        raise SystemExit(f"{name}: score, score_matrix and the baseline disagree")
 
 
 def main() -> None:
@@ -168,14 +225,15 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
-    print(f"attribute_overlap (weight: rating), best of {args.repeat}, "
-          f"chunk_pairs={args.chunk_pairs:,}")  # fmt: skip
+    print(f"best of {args.repeat}, chunk_pairs={args.chunk_pairs:,}, load average "
+          f"{'/'.join(f'{x:.2f}' for x in os.getloadavg())}")  # fmt: skip
     if "genome" in args.data:
         history, attrs, items = make_genome(args.genome_users, args.seed)
         run("genome", history, attrs, items, args.chunk_pairs, args.repeat, args.seed)
     if "amazon" in args.data:
         history, attrs, items = make_amazon(args.amazon_users, args.seed)
         run("amazon", history, attrs, items, args.chunk_pairs, args.repeat, args.seed)
+    print(f"load average at the end {'/'.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
 if __name__ == "__main__":

@@ -49,6 +49,7 @@ reduced = full_catalog_candidates(
     seed=p.seed,
     seeds=p.seeds,
     positive_position=p.positive_position,
+    k_max=p.k_max,  # the largest configured cutoff: hash counts stop there
     progress=progress,
 )
 tied = reduced["n_tied"].to_numpy()

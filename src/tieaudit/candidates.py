@@ -52,6 +52,12 @@ line per row — its relevant item — and say in counts what every rule needs. 
   depend on the stored order without a column of their own (e.g. ``random:SEED``) are computed
   from it (:mod:`tieaudit.rules`), and the audit's permutations act on it.
 * ``n_modal`` (optional, diagnostics only) — the size of the row's largest group of equal scores.
+* ``k_max`` (optional) — the largest cutoff the table answers: the ``before:RULE`` counts of a
+  capped rule kind (``hash:SEED``; :attr:`tieaudit.rules.RuleKind.capped`) were counted only up to
+  the row's cap ``max(k_max - n_higher, 0)``: a count below the cap is exact, a count at the cap
+  stands for "at least" (the rank is past ``k_max`` either way). Every measure with ``k <=
+  k_max`` is exact; the evaluator refuses a larger cutoff (:func:`tieaudit.evaluate`). A whole
+  number >= 1; a capped count above its cap is an error.
 
 A summary table has exactly one line per row, labelled 1, and no ``n_relevant`` other than 1.
 :func:`tieaudit.fullcatalog.full_catalog_candidates` writes them.
@@ -88,7 +94,7 @@ REQUIRED_COLUMNS = ("row", "user_id", "item_id", "label", "score")
 #: Optional per-row counts (see the module docstring).
 COUNT_COLUMNS = ("n_relevant", "n_higher", "n_lower")
 #: Per-row counts of a summary table (see the module docstring).
-SUMMARY_COUNT_COLUMNS = ("n_tied", "n_modal")
+SUMMARY_COUNT_COLUMNS = ("n_tied", "n_modal", "k_max")
 #: Prefix of a summary table's per-rule columns, ``before:RULE``.
 BEFORE_PREFIX = "before:"
 #: Rule kinds a ``before:RULE`` column may describe: those a full-catalog reduction records
@@ -203,6 +209,7 @@ class CandidateTable:
     n_lower: np.ndarray | None = None
     n_tied: np.ndarray | None = None
     n_modal: np.ndarray | None = None
+    k_max: np.ndarray | None = None
     before: dict[str, np.ndarray] = field(default_factory=dict)
 
     @property
@@ -435,8 +442,9 @@ class CandidateTable:
 
         if "n_tied" in counts:
             _check_summary(row, is_pos, row_ids, counts, before, bad_rows)
-        elif before or "n_modal" in counts:
-            extra = sorted([BEFORE_PREFIX + r for r in before] + [c for c in counts if c == "n_modal"])
+        elif before or "n_modal" in counts or "k_max" in counts:
+            extra = sorted([BEFORE_PREFIX + r for r in before]
+                           + [c for c in counts if c in ("n_modal", "k_max")])  # fmt: skip
             raise CandidateError(
                 f"{source}: column(s) {', '.join(extra)} belong to a summary table, which needs "
                 "an n_tied column (see tieaudit.candidates)"
@@ -539,6 +547,8 @@ def _check_summary(row, is_pos, row_ids, counts, before, bad_rows) -> None:
         problem = kind.check_recorded(before, tied)
         if problem is not None:
             bad_rows(np.flatnonzero(problem[0]), problem[1], problem[2])
+    if "k_max" in counts:
+        _check_caps(counts, before, bad_rows)
     if "n_modal" in counts:
         # the largest group of equal scores: the tie group, or one inside the higher or lower ones
         largest = np.maximum(1 + tied, np.maximum(counts.get("n_higher", 0), counts.get("n_lower", 0)))
@@ -547,6 +557,20 @@ def _check_summary(row, is_pos, row_ids, counts, before, bad_rows) -> None:
             "n_modal outside 1 + n_tied .. max(1 + n_tied, n_higher, n_lower)",
             "n_modal is the size of the row's largest group of equal scores",
         )
+
+
+def _check_caps(counts, before, bad_rows) -> None:
+    """``k_max`` at least 1; a capped rule's count at most the row's cap."""
+    k_max = counts["k_max"]
+    bad_rows(np.flatnonzero(k_max < 1), "k_max 0", "k_max is the largest cutoff, at least 1")
+    cap = np.maximum(k_max - counts.get("n_higher", 0), 0)
+    for name, v in before.items():
+        if parse_rule(name).spec.capped:
+            bad_rows(
+                np.flatnonzero(v > cap),
+                f"before:{name} above its cap max(k_max - n_higher, 0)",
+                "a capped count stops at the cap (see k_max in tieaudit.candidates)",
+            )
 
 
 def _numeric(

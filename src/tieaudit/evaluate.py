@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from .candidates import CandidateTable, as_table
+from .candidates import CandidateError, CandidateTable, as_table
 from .measures import DEFAULT_MEASURES, Measure, parse_measures
 from .rules import DEFAULT_RULES, Result, TieRule, parse_rule, parse_rules
 from .rules.expected import expected_moments
@@ -262,6 +262,22 @@ def _cap(measures: Sequence[Measure], rank_cap: int | None) -> int | None:
     return rank_cap
 
 
+def _check_cutoffs(table: CandidateTable, measures: Sequence[Measure]) -> None:
+    """A summary table made with ``k_max`` (its ``k_max`` column: capped counts) answers cutoffs
+    up to ``k_max`` only; a larger one is an error, never a silently wrong number."""
+    if table.k_max is None or table.n_rows == 0:
+        return
+    k_max = int(table.k_max.min())
+    over = [m for m in measures if m.k > k_max]
+    if over:
+        raise CandidateError(
+            f"{table.source}: its counts were capped for cutoffs up to k_max = {k_max} (the "
+            f"k_max column) when the summary was made, and {over[0]} asks for {over[0].k}; "
+            f"evaluate cutoffs up to {k_max}, or make the summary again with a larger k_max "
+            "(full_catalog_candidates(k_max=...); k_max=None counts exactly)"
+        )
+
+
 def _ordered(ts: TieStructure, cap: int | None) -> TieStructure:
     """The structure the ordered rules read: with a cap, only items that can reach it."""
     return ts.restricted(ts.g < cap) if cap is not None else ts
@@ -283,6 +299,7 @@ def hash_seed_ranks(
     """
     table = as_table(data)
     ms = parse_measures(measures if measures is not None else DEFAULT_MEASURES)
+    _check_cutoffs(table, ms)
     cap = _cap(ms, rank_cap)
     ordered = _ordered(tie_structure(table), cap)
     ranks = ordered.g + 1 + ordered.before(TieRule("hash_mean"), list(seeds))
@@ -304,7 +321,9 @@ def evaluate(
     (:data:`tieaudit.rules.DEFAULT_RULES`). ``hash_mean`` uses seeds ``0 .. n_seeds - 1``.
     ``rank_cap`` (default: the largest cutoff + 1) lets the evaluator skip tie groups that cannot
     reach the top ``rank_cap - 1`` for the ordered rules; ranks are then reported capped at
-    ``rank_cap``. Pass ``None`` for exact ranks everywhere (the audit does). ``seed_ranks`` may
+    ``rank_cap``. Pass ``None`` for exact ranks everywhere (the audit does). A summary table made
+    with ``k_max`` (capped ``hash:S`` counts, :mod:`tieaudit.candidates`) refuses measures with
+    a cutoff above it, and its ``hash:S`` ranks past ``k_max`` are ``k_max + 1`` even then. ``seed_ranks`` may
     pass the ``hash_mean`` ranks computed beforehand by :func:`hash_seed_ranks` (for seeds
     ``0 .. n_seeds - 1``, e.g. merged from jobs that each did a chunk of seeds); the result is
     then identical to computing them here.
@@ -314,6 +333,7 @@ def evaluate(
     rs = parse_rules(rules if rules is not None else DEFAULT_RULES)
     if n_seeds < 1:
         raise ValueError("n_seeds must be >= 1")
+    _check_cutoffs(table, ms)
     cap = _cap(ms, rank_cap)
     ts = tie_structure(table, members=any(r.spec.needs_members for r in rs))
     run = _Run(ts, _ordered(ts, cap), ms, cap, n_seeds)

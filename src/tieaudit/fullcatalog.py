@@ -23,7 +23,7 @@ Columns (:func:`summary_columns`)
 ---------------------------------
 ``row, user_id, item_id, label (1), score`` of the held-out item, then ``n_higher, n_tied,
 n_lower, n_modal`` (the size of the row's largest group of equal scores, for the audit's
-diagnostics), then ``before:RULE``:
+diagnostics), ``k_max`` when given (see "Capped counts"), then ``before:RULE``:
 
 one per rule kind that counts over a block of scores (:meth:`tieaudit.rules.RuleKind.block_before`,
 listed by :func:`tieaudit.rules.recorded_rules`; the rule modules document their counts):
@@ -39,8 +39,25 @@ listed by :func:`tieaudit.rules.recorded_rules`; the rule modules document their
 * ``before:hash:S`` for every seed ``S`` of ``seeds`` (default ``0 .. 99``, what ``hash_mean``
   over 100 seeds and ``hash:0`` need; :func:`tieaudit.rules.recorded_seeds` gives them for a
   list of rules) — tied items whose key ``key(S, user, item)`` (:mod:`tieaudit.hashing`) is
-  smaller than the relevant item's (equal keys: smaller item id first). Exact: every tie
-  member's key is computed, for every seed (about 2 ns a member and seed).
+  smaller than the relevant item's (equal keys: smaller item id first). Exact without
+  ``k_max`` (every tie member's key, for every seed: about 2 ns a member and seed); capped with
+  it (below).
+
+Capped counts (``k_max``)
+-------------------------
+Every measure has a cutoff ``k``, and a rule's rank ``g + 1 + b`` only matters while ``g + b <
+k_max``, the largest cutoff to be evaluated. Given ``k_max``, a rule kind that declares
+``capped`` (``hash:S``) records ``min(b, max(k_max - g, 0))``: rows whose cap is 0 (``g >=
+k_max``) cost nothing, tie groups no larger than the cap are counted whole, and larger ones are
+scanned in growing windows of the catalogue until each seed's count reaches the cap (about
+``cap * ln(t / cap)`` members a seed instead of ``t``: :meth:`tieaudit.rules.hashed.Hash.block_before`).
+Keys do not depend on the scan order, so every measure with ``k <= k_max`` is exactly the
+uncapped table's. The table gets a ``k_max`` column; :mod:`tieaudit.candidates` checks that no
+capped count exceeds its cap, and :func:`tieaudit.evaluate` refuses a cutoff above ``k_max``
+(never a silently wrong number). The pipeline passes the largest cutoff of its measures.
+The other counts are exact whatever ``k_max``: ``before:item_id`` is a count over the row's
+catalogue prefix, ``input_order`` a place, and ``expected`` and the bounds need ``g`` and ``t``
+only.
 
 Rules without a block count derive theirs from these columns on the summary table:
 ``reversed_input`` is ``n_tied - before:input_order``; ``random:SEED`` is drawn per row from
@@ -85,12 +102,24 @@ for a library user without sampled candidates::
 
     scorer.calibrate(calibration_sample(rows, catalog, 200_000, seed=0))
 
+Reducing a chunk
+----------------
+Two passes over the block count, per row, the items above and tied with the relevant one; the
+history items are taken off afterwards (their few scores gathered) and the lower ones follow
+from the row's number of candidates: the work is close to one numpy pass over the scores
+(``benchmarks/bench_reducer.py`` measures the ratio). ``n_modal`` is ``1 + n_tied`` unless the
+higher or lower side outnumbers the tie group; such a row is settled by one count when a
+sampled score holds most of its candidates, and sorted otherwise. Tie members are never listed
+as a whole: the capped counts read the tie mask a window at a time.
+
 Memory
 ------
-A chunk holds ``chunk_rows x n_items`` scores (float64) and a few boolean masks and sort buffers
-of the same shape, about 40 bytes a pair (plus two object arrays of ids on the pair path), the
-tie members' keys (16 bytes each) and the scorer's own working memory for that batch.
-:func:`chunk_rows_for` turns a pair budget into a row count. The output has one line per row.
+A chunk holds ``chunk_rows x n_items`` scores (float64) and two boolean masks of the same shape
+(about 10 bytes a pair, plus sort buffers for the rows ``n_modal`` sorts and two object arrays of
+ids on the pair path), the keys of the tie members being counted (a whole group only where its
+size is under the cap or no ``k_max`` is given: 16 bytes a member) and the scorer's own working
+memory for that batch. :func:`chunk_rows_for` turns a pair budget into a row count. The output
+has one line per row.
 """
 
 from __future__ import annotations
@@ -99,7 +128,10 @@ from collections.abc import Callable, Iterable
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
+from tieaudit._arrays import sorted_unique
 from tieaudit.blocks import BlockContext, TieBlock
 from tieaudit.evaluate import DEFAULT_SEEDS
 from tieaudit.hashing import mix64
@@ -126,6 +158,7 @@ FULL_COLUMNS = (
 DEFAULT_CHUNK_PAIRS = 2_000_000
 _CHECK_PAIRS = 4096  # pairs of the first chunk used to check batch independence
 _CHECK_USERS = 8  # users of the first chunk whose score_matrix rows are checked against score
+_MODE_SAMPLE = 1024  # entries of a row sampled for its likely most common score (n_modal)
 
 PairScore = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
@@ -147,7 +180,7 @@ def calibration_sample(
     if "user_id" not in rows.columns:
         raise ValueError("rows lack column 'user_id'")
     users = rows["user_id"].astype(str).to_numpy(dtype=object)
-    cat = np.array(sorted({str(x) for x in np.asarray(catalog, dtype=object).ravel()}), dtype=object)
+    cat = sorted_ids(catalog)
     if int(n) > 0 and (len(users) == 0 or len(cat) == 0):
         raise ValueError("calibration_sample needs at least one row and one catalogue item")
     rng = make_rng(seed, "fullcatalog-residual")
@@ -155,6 +188,18 @@ def calibration_sample(
     fit_users = users[rng.integers(0, len(users), n)]
     fit_items = cat[rng.integers(0, len(cat), n)]
     return pd.DataFrame({"user_id": fit_users, "item_id": fit_items})
+
+
+def sorted_ids(values) -> np.ndarray:
+    """The distinct ids of ``values`` as Python strings (numpy's fixed-width str would drop
+    trailing NULs) in code-point order: sorted by Arrow, whose UTF-8 byte order is code-point
+    order (Python's ``sorted`` for text Arrow cannot hold, e.g. a lone surrogate)."""
+    texts = [str(x) for x in np.asarray(values, dtype=object).ravel()]
+    try:
+        distinct = pa.array(texts, type=pa.large_string()).unique()
+    except (pa.ArrowException, UnicodeError):
+        return np.array(sorted(set(texts)), dtype=object)
+    return np.array(distinct.take(pc.sort_indices(distinct)).to_pylist(), dtype=object)
 
 
 def _check_batch_independent(score: PairScore, users: np.ndarray, items: np.ndarray) -> None:
@@ -177,10 +222,14 @@ def _check_batch_independent(score: PairScore, users: np.ndarray, items: np.ndar
         )
 
 
-def summary_columns(seeds: Iterable[int] = range(DEFAULT_SEEDS)) -> list[str]:
+def summary_columns(
+    seeds: Iterable[int] = range(DEFAULT_SEEDS), k_max: int | None = None
+) -> list[str]:
     """The columns of :func:`full_catalog_candidates`'s output, in order: :data:`FULL_COLUMNS`,
-    then ``before:RULE`` for every recorded rule (:func:`tieaudit.rules.recorded_rules`)."""
-    return list(FULL_COLUMNS) + [f"before:{r}" for r in recorded_rules(_seed_list(seeds))]
+    ``k_max`` when the counts are capped, then ``before:RULE`` for every recorded rule
+    (:func:`tieaudit.rules.recorded_rules`)."""
+    capped = [] if k_max is None else ["k_max"]
+    return list(FULL_COLUMNS) + capped + [f"before:{r}" for r in recorded_rules(_seed_list(seeds))]
 
 
 def _seed_list(seeds: Iterable[int]) -> list[int]:
@@ -249,6 +298,7 @@ def full_catalog_candidates(
     seed: int = 0,
     seeds: Iterable[int] = range(DEFAULT_SEEDS),
     positive_position: str = "first",
+    k_max: int | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> pd.DataFrame:
     """The full-catalog summary table of ``rows`` (see the module docstring).
@@ -262,8 +312,11 @@ def full_catalog_candidates(
     ``item_id``) the scorer is calibrated on first, in place, if it has ``calibrate`` (see the
     module docstring). ``seeds``: the hash seeds to record (``before:hash:S``).
     ``positive_position``: where the held-out item sits in the conceptual stored order
-    (``first``, ``last`` or ``random``; ``seed`` seeds ``random``). ``progress(done_rows,
-    total_rows)`` is called after every chunk.
+    (``first``, ``last`` or ``random``; ``seed`` seeds ``random``). ``k_max``: the largest
+    cutoff the table will be evaluated at; the ``before:hash:S`` counts are then capped at
+    ``max(k_max - n_higher, 0)`` and counted only that far (see "Capped counts" in the module
+    docstring), and the table gets a ``k_max`` column; ``None`` (default) counts exactly.
+    ``progress(done_rows, total_rows)`` is called after every chunk.
 
     Returns a DataFrame with :func:`summary_columns` (``label`` int64 1, ``score`` float64, the
     counts int64), one line per row in the order of ``rows``.
@@ -277,6 +330,9 @@ def full_catalog_candidates(
             f"positive_position must be 'first', 'last' or 'random', got {positive_position!r}"
         )
     seed_list = _seed_list(seeds)
+    if k_max is not None and (isinstance(k_max, bool) or int(k_max) != k_max or k_max < 1):
+        raise ValueError(f"k_max must be a whole number >= 1 or None, got {k_max!r}")
+    k_max = None if k_max is None else int(k_max)
     users = rows["user_id"].astype(str).to_numpy(dtype=object)
     if len(pd.unique(users)) != len(users):
         raise ValueError("rows must have one line per user")
@@ -285,8 +341,7 @@ def full_catalog_candidates(
         if "row" in rows.columns
         else np.array([row_id(u) for u in users], dtype=object)
     )
-    # Python strings (numpy's fixed-width str would drop trailing NULs), code-point order
-    cat = np.array(sorted({str(x) for x in np.asarray(catalog, dtype=object).ravel()}), dtype=object)
+    cat = sorted_ids(catalog)
     n_items = len(cat)
     cat_index = pd.Index(cat, dtype=object)
     pos = cat_index.get_indexer(rows["item_id"].astype(str).to_numpy(dtype=object))
@@ -301,7 +356,8 @@ def full_catalog_candidates(
         raise ValueError(f"chunk_rows must be >= 1, got {chunk_rows!r}")
     chunk_rows = int(chunk_rows)
 
-    # History pairs of the evaluated users as (row index, catalogue code), sorted by row index.
+    # History pairs of the evaluated users as (row index, catalogue code): distinct, sorted,
+    # without the row's held-out item (a candidate even if seen before).
     h_row = pd.Index(users, dtype=object).get_indexer(
         history["user_id"].astype(str).to_numpy(dtype=object)
     )
@@ -309,9 +365,10 @@ def full_catalog_candidates(
     h_item = cat_index.get_indexer(history["item_id"].astype(str).to_numpy(dtype=object)[keep])
     h_row = h_row[keep]
     in_cat = h_item >= 0
-    h_row, h_item = h_row[in_cat], h_item[in_cat].astype(np.int64)
-    order = np.argsort(h_row, kind="stable")
-    h_row, h_item = h_row[order].astype(np.int64), h_item[order]
+    h_key = sorted_unique(h_row[in_cat].astype(np.int64) * n_items + h_item[in_cat])
+    h_row, h_item = h_key // max(n_items, 1), h_key % max(n_items, 1)
+    other = h_item != pos[h_row]
+    h_row, h_item = h_row[other], h_item[other]
     h_start = np.searchsorted(h_row, np.arange(n_rows + 1))
 
     if calibration is not None:
@@ -337,13 +394,16 @@ def full_catalog_candidates(
         if not np.all(np.isfinite(s)):
             raise ValueError("scorer returned non-finite scores")
         place = _placement(positive_position, uniform, lo, hi)
-        part = _reduce_chunk(s, pos[lo:hi], h_row, h_item, h_start, lo, context, seed_list, place)
+        a, b = h_start[lo], h_start[hi]
+        part = _reduce_chunk(
+            s, pos[lo:hi], h_row[a:b] - lo, h_item[a:b], lo, context, seed_list, place, k_max
+        )
         del s
         parts.append(part)
         if progress is not None:
             progress(hi, n_rows)
 
-    columns = summary_columns(seed_list)
+    columns = summary_columns(seed_list, k_max)
     counts = {c: np.concatenate([p[c] for p in parts]) if parts else np.zeros(0, np.int64)
               for c in columns[5:]}  # fmt: skip
     score = np.concatenate([p["score"] for p in parts]) if parts else np.zeros(0)
@@ -390,38 +450,89 @@ def _reduce_chunk(
     pos: np.ndarray,
     h_row: np.ndarray,
     h_item: np.ndarray,
-    h_start: np.ndarray,
     lo: int,
     context: BlockContext,
     seeds: list[int],
     placement: Callable[[np.ndarray], np.ndarray],
+    k_max: int | None,
 ) -> dict[str, np.ndarray]:
-    """Reduce a ``c x n_items`` score block (rows ``lo .. lo + c - 1``) to its summary lines."""
+    """Reduce a ``c x n_items`` score block (rows ``lo .. lo + c - 1``) to its summary lines.
+
+    ``h_row``/``h_item``: the chunk's history pairs (row within the chunk, catalogue code),
+    distinct, the held-out items left out. Two passes over the block count every item above and
+    tied with the relevant one; the history items are then taken off (their scores gathered)
+    and the lower ones follow from the row's number of candidates. ``n_modal`` is ``1 +
+    n_tied`` when neither side outnumbers the tie group (no other group can be larger), else
+    the size of a group holding most of the row's candidates when there is one
+    (:func:`_majority_modes`); only the other rows are sorted."""
     c, n_items = s.shape
     local = np.arange(c)
-    candidate = np.ones((c, n_items), dtype=bool)
-    a, b = h_start[lo], h_start[lo + c]
-    candidate.ravel()[(h_row[a:b] - lo) * n_items + h_item[a:b]] = False
-    candidate[local, pos] = True  # the held-out item is a candidate even if seen before
     r = s[local, pos]
     rel = r[:, None]
-    n_higher = np.count_nonzero((s > rel) & candidate, axis=1).astype(np.int64)
-    n_lower = np.count_nonzero((s < rel) & candidate, axis=1).astype(np.int64)
-    tied = (s == rel) & candidate
+    tied = s == rel
+    tied[h_row, h_item] = False
     tied[local, pos] = False
-    n_tied = np.count_nonzero(tied, axis=1).astype(np.int64)
-    t_row, t_item = np.nonzero(tied)  # row-major: grouped by row, catalogue order within
-    del tied
+    n_tied = _row_counts(tied)
+    seen = np.bincount(h_row, minlength=c)
+    above = _row_counts(np.greater(s, rel))
+    n_higher = above - np.bincount(h_row[s[h_row, h_item] > r[h_row]], minlength=c)
+    n_lower = n_items - seen - 1 - n_higher - n_tied
+    n_modal = 1 + n_tied
+    wider = np.flatnonzero(np.maximum(n_higher, n_lower) > n_modal)
+    sort = _majority_modes(s, wider, h_row, h_item, n_items - seen, n_modal)
+    if len(sort):
+        candidate = np.ones((len(sort), n_items), dtype=bool)
+        which = np.full(c, -1, dtype=np.int64)
+        which[sort] = np.arange(len(sort))
+        mine = which[h_row] >= 0
+        candidate[which[h_row[mine]], h_item[mine]] = False
+        n_modal[sort] = _modal_counts(s[sort], candidate)
     out: dict[str, np.ndarray] = {
         "score": r.copy(),
-        "n_higher": n_higher,
+        "n_higher": n_higher.astype(np.int64),
         "n_tied": n_tied,
-        "n_lower": n_lower,
-        "n_modal": _modal_counts(s, candidate),
+        "n_lower": n_lower.astype(np.int64),
+        "n_modal": n_modal,
     }
-    block = TieBlock(context, lo, pos, n_higher, n_tied, t_row, t_item, placement(n_tied))
+    if k_max is not None:
+        out["k_max"] = np.full(c, k_max, dtype=np.int64)
+    block = TieBlock(context, lo, pos, out["n_higher"], n_tied, tied, placement(n_tied), k_max)
     out.update(_recorded_counts(block, seeds))
     return out
+
+
+def _majority_modes(
+    s: np.ndarray,
+    rows: np.ndarray,
+    h_row: np.ndarray,
+    h_item: np.ndarray,
+    n_candidates: np.ndarray,
+    n_modal: np.ndarray,
+) -> np.ndarray:
+    """``n_modal`` of the ``rows`` where one score holds more than half of the candidates (it is
+    then the largest group: every other one holds less than half), set in place; returns the
+    other rows. The score tried is the most common one of ~1,000 evenly spaced entries of the row;
+    its group is counted exactly (history items taken off), so the sample only chooses what is
+    checked. A tie-heavy row (a count, an overlap: most of the catalogue at one score) needs one
+    count instead of a sort."""
+    rest = []
+    stride = max(1, s.shape[1] // _MODE_SAMPLE)
+    for r in rows.tolist():
+        values, counts = np.unique(s[r, ::stride], return_counts=True)
+        v = values[np.argmax(counts)]
+        mine = h_item[h_row == r]
+        group = np.count_nonzero(s[r] == v) - np.count_nonzero(s[r, mine] == v)
+        if 2 * group > n_candidates[r]:
+            n_modal[r] = group
+        else:
+            rest.append(r)
+    return np.array(rest, dtype=np.int64)
+
+
+def _row_counts(mask: np.ndarray) -> np.ndarray:
+    """Per row, the True entries of a 2-D boolean mask (a row at a time: numpy's fast count,
+    which ``count_nonzero(axis=1)`` does not use)."""
+    return np.array([np.count_nonzero(m) for m in mask], dtype=np.int64)
 
 
 def _recorded_counts(block: TieBlock, seeds: list[int]) -> dict[str, np.ndarray]:

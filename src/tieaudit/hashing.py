@@ -27,7 +27,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["hash_key", "string_hashes", "pair_keys", "seeded_keys", "mix64"]
+__all__ = ["hash_key", "string_hashes", "pair_keys", "seeded_keys", "seed_salts", "mix64"]
 
 _M64 = (1 << 64) - 1
 _GOLDEN = 0x9E3779B97F4A7C15
@@ -79,8 +79,12 @@ def mix64(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
 
 
 def string_hashes(values: Sequence[str]) -> np.ndarray:
-    """``H(s)`` for each string, as uint64 (one blake2b per string: pass unique values)."""
-    return np.fromiter((_h(str(v)) for v in values), dtype=np.uint64, count=len(values))
+    """``H(s)`` for each string, as uint64 (one blake2b per string: pass unique values). The
+    digests are joined and read as little-endian words: ``_h`` of each, without a Python integer
+    per string."""
+    b2 = hashlib.blake2b
+    raw = b"".join([b2(str(v).encode("utf-8"), digest_size=8).digest() for v in values])
+    return np.frombuffer(raw, dtype="<u8").astype(np.uint64)
 
 
 def pair_keys(user_hash: np.ndarray, item_hash: np.ndarray) -> np.ndarray:
@@ -90,6 +94,11 @@ def pair_keys(user_hash: np.ndarray, item_hash: np.ndarray) -> np.ndarray:
     mix64(inner, out=inner)
     inner ^= user_hash.astype(np.uint64)
     return mix64(inner, out=inner)
+
+
+def seed_salts(seeds: Sequence[int]) -> np.ndarray:
+    """``salt(seed)`` of each seed (uint64): ``key = mix(pair ^ salt)`` for many seeds at once."""
+    return np.array([_salt(s) for s in seeds], dtype=np.uint64)
 
 
 def seeded_keys(pairs: np.ndarray, seed: int, out: np.ndarray | None = None) -> np.ndarray:

@@ -23,6 +23,7 @@ rule kind can run, as the built-ins do in the test suite.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -46,6 +47,8 @@ __all__ = [
     "permute_within_rows",
     "permute_lines",
     "check_tie_rule",
+    "full_catalog_cases",
+    "FullCatalogCase",
 ]
 
 #: Characters ids are built from: ASCII letters and digits (so ids like "007" occur), Latin-1,
@@ -254,3 +257,59 @@ def summary_frames(
         return frame
 
     return frames()
+
+
+@dataclass(frozen=True)
+class FullCatalogCase:
+    """Inputs of a full-catalog reduction: ``rows`` (``user_id``, ``item_id``), ``history``,
+    ``catalog`` and the ``users x catalog`` ``scores`` (float64) of a matrix scorer."""
+
+    rows: pd.DataFrame
+    history: pd.DataFrame
+    catalog: np.ndarray
+    users: np.ndarray
+    scores: np.ndarray
+
+    def scorer(self):
+        """A :class:`tieaudit.scorers.MatrixScorer` of :attr:`scores`."""
+        from .scorers import MatrixScorer
+
+        return MatrixScorer(self.scores, self.users, self.catalog)
+
+
+def full_catalog_cases(
+    *, max_users: int = 8, max_items: int = 3000, max_levels: int = 4
+) -> st.SearchStrategy[FullCatalogCase]:
+    """Full-catalog inputs with tie groups of every size, up to the whole catalogue.
+
+    Draws ``1 .. max_users`` users and ``2 .. max_items`` items and a seed; the scores are then
+    integers from ``0 .. levels - 1`` (``levels`` from ``1``, everything tied, to
+    ``max_levels``), with one level taking a drawn share of each row (so a held-out item may tie
+    with most of the catalogue, or with nothing), each user's held-out item drawn uniformly, and
+    a history of up to 20 items a user (some of them the held-out item). Large arrays come from
+    ``numpy.random.default_rng(seed)``, so an example is its few drawn numbers.
+    """
+    _require()
+    if max_users < 1 or max_items < 2 or max_levels < 1:
+        raise ValueError("need max_users >= 1, max_items >= 2 and max_levels >= 1")
+
+    @st.composite
+    def cases(draw: st.DrawFn) -> FullCatalogCase:
+        n_users = draw(st.integers(1, max_users))
+        n_items = draw(st.integers(2, max_items))
+        levels = draw(st.integers(1, max_levels))
+        share = draw(st.floats(0.0, 1.0))
+        rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+        scores = rng.integers(0, levels, (n_users, n_items)).astype(np.float64)
+        scores[rng.random((n_users, n_items)) < share] = 0.0
+        users = np.array([f"u{u}" for u in range(n_users)], dtype=object)
+        catalog = np.array([f"i{i:05d}" for i in range(n_items)], dtype=object)
+        held = catalog[rng.integers(0, n_items, n_users)]
+        seen = rng.integers(0, n_items, (n_users, min(20, n_items)))
+        history = pd.DataFrame(
+            {"user_id": np.repeat(users, seen.shape[1]), "item_id": catalog[seen.ravel()]}
+        )
+        rows = pd.DataFrame({"user_id": users, "item_id": held})
+        return FullCatalogCase(rows, history, catalog, users, scores)
+
+    return cases()

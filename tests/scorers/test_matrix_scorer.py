@@ -102,3 +102,21 @@ def test_the_matrix_is_not_copied_and_integers_are_exact() -> None:
     ints = np.array([[2**53, -3, 0]], dtype=np.int64)
     s = MatrixScorer(ints, ["u"], ["a", "b", "c"])
     assert s.score_matrix(["u"], ["a", "b", "c"]).tolist() == [[2.0**53, -3.0, 0.0]]
+
+
+def test_consecutive_users_over_every_item_are_a_read_only_view() -> None:
+    scores = np.arange(12, dtype=np.float64).reshape(4, 3)
+    scorer = MatrixScorer(scores, ["a", "b", "c", "d"], ["x", "y", "z"])
+    items = np.array(["x", "y", "z"], dtype=object)
+    block = scorer.score_matrix(np.array(["b", "c"], dtype=object), items)
+    assert np.shares_memory(block, scores) and not block.flags.writeable
+    assert block.tolist() == [[3, 4, 5], [6, 7, 8]]
+    with pytest.raises(ValueError, match="read-only"):
+        block[0, 0] = -1.0
+    # any other block is an array of its own, equal to score on the pairs
+    for users in (["c", "b"], ["a", "c"], ["d"]):
+        got = scorer.score_matrix(np.array(users, dtype=object), items)
+        want = scorer.score(np.repeat(users, 3), np.tile(items, len(users))).reshape(-1, 3)
+        assert np.array_equal(got, want)
+    other = scorer.score_matrix(np.array(["a", "b"], dtype=object), items[::-1])
+    assert not np.shares_memory(other, scores) and other.tolist() == [[2, 1, 0], [5, 4, 3]]

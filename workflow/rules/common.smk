@@ -386,6 +386,12 @@ def recorded_hash_seeds():
     )
 
 
+def largest_cutoff():
+    """The largest cutoff of the configured measures: a full-catalog summary counts its hash
+    ranks only that far (k_max; the table says so and refuses larger cutoffs)."""
+    return max(parse_measure(m).k for m in config["evaluation"]["metrics"])
+
+
 def full_rows(wildcards):
     """Full-catalog rows of a dataset: its own `full_rows` if set, else evaluation.full_rows."""
     own = dataset_cfg(wildcards.dataset).get("full_rows")

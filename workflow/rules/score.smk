@@ -53,6 +53,7 @@ rule full_scores:
         n_rows=full_rows,
         chunk_pairs=config["evaluation"]["full_chunk_pairs"],
         seeds=recorded_hash_seeds(),
+        k_max=largest_cutoff(),
         positive_position=config["evaluation"]["positive_position"],
         seed=config["evaluation"]["seed"],
     script:

@@ -23,7 +23,9 @@ What a ranking kind computes
       the table's ``before:RULE`` column; a kind may derive its count from other columns);
     * :meth:`RuleKind.block_before` on a block of full-catalogue scores: the count a
       full-catalog reduction records as ``before:RULE``. The kinds that define it are the ones
-      whose columns a summary table holds (:func:`recorded_rules`).
+      whose columns a summary table holds (:func:`recorded_rules`). A kind that declares
+      ``capped`` may stop counting at ``max(k_max - g, 0)`` when the reduction is given the
+      largest cutoff ``k_max`` (:class:`tieaudit.blocks.TieBlock`).
 
     :meth:`RuleKind.reference_key` is the order as a pure-Python sort key, the specification the
     conformance check (:func:`tieaudit.testing.check_tie_rule`) compares the vectorised code with.
@@ -98,6 +100,9 @@ class RuleKind:
     per_seed: ClassVar[str | None] = None
     #: :attr:`Result.DISTRIBUTION` only: the rules giving its lowest and highest values.
     support: ClassVar[tuple[str, str] | None] = None
+    #: Whether :meth:`block_before` honours ``block.k_max``: it may then record
+    #: ``min(b, max(k_max - g, 0))`` (the summary table says so in its ``k_max`` column).
+    capped: ClassVar[bool] = False
 
     @property
     def syntax(self) -> str:

@@ -14,19 +14,11 @@ from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
-from .._arrays import segment_sums
 from .base import RefLine, RuleKind, register
 
 if TYPE_CHECKING:
     from ..blocks import TieBlock
     from ..ties import StoredTies
-
-
-def _ids_before(block: TieBlock) -> np.ndarray:
-    """Per row of ``block``, the tied items whose id sorts before the relevant item's."""
-    return block.memo(
-        "ids:before", lambda: segment_sums(block.t_item < block.pos[block.t_row], block.n_tied)
-    )
 
 
 class _ById(RuleKind):
@@ -39,7 +31,7 @@ class _ById(RuleKind):
         return -ties.table.item if self.descending else ties.table.item
 
     def block_before(self, block: TieBlock, seeds: Sequence[int]) -> np.ndarray:
-        before = _ids_before(block)
+        before = block.ids_before()  # exact, whatever the cap: a count over the row's prefix
         return (block.n_tied - before if self.descending else before)[None, :]
 
     def reference_key(self, seed: int | None, n_lines: int) -> Callable[[RefLine], str]:

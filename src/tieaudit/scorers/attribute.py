@@ -26,23 +26,28 @@ keys and avoids a ``numpy.unique`` over every (history row, attribute) pair (36M
 ~3 GB at peak).
 
 ``score_matrix(users, items)`` scores every (user, item) pair of a block (full-catalog
-evaluation) without forming the pairs: an inverted index attribute -> positions in ``items``
-(built once and reused while the same ``items`` are passed) turns each of a user's weight entries
-``(a, w_u(a))`` into one scatter entry ``(cell, w_u(a))`` per item holding ``a``, and ``bincount``
-sums them per cell. Users are processed in sub-blocks of at most ``chunk_size`` scatter entries and
-``chunk_size`` cells (at least one user). The result is bit for bit
-``score(np.repeat(users, n), np.tile(items, m)).reshape(m, n)``:
+evaluation) without forming the pairs, as one sparse product (``scipy.sparse``)::
+
+    S.T = A @ W       A: items x attributes incidence (CSR, 1.0 where i holds a)
+                      W: attributes x users, W[a, u] = w_u(a) (dense, 0.0 elsewhere)
+
+``A`` is built once and reused while the same ``items`` are passed; ``W`` is built for the users
+of the block, ``chunk_size`` entries of it at a time (at least one user). The result is bit for
+bit ``score(np.repeat(users, n), np.tile(items, m)).reshape(m, n)``, for any float weights:
 
 * both use the same weights (built per user from that user's history rows only);
-* ``bincount`` adds in input order starting from +0.0. The pair path adds, per pair, the item's
-  attributes in ascending attribute code, ``w_u(a)`` for a weighted attribute and +0.0 otherwise.
-  ``score_matrix`` emits a row's entries key by key (keys sorted, so attributes ascending), so each
-  cell receives the same weights in the same order, only without the +0.0 terms;
-* adding +0.0 changes nothing: ``x + 0.0 == x`` bit for bit unless ``x`` is -0.0, and the running
-  sum never is (it starts at +0.0, and a rounded sum is -0.0 only when both terms are -0.0).
+* the pair path adds, per pair, the item's attributes in ascending attribute code, ``w_u(a)`` for
+  a weighted attribute and +0.0 otherwise, starting from +0.0 (``bincount``). The CSR product
+  (scipy's ``csr_matvecs``: ``y[i, :] += A[i, a] * W[a, :]`` over row ``i``'s stored entries in
+  order, from a zero result) adds, per cell, ``1.0 * W[a, u]`` over the item's attributes in
+  ascending order (``A``'s indices are sorted): the same terms in the same order, since
+  ``1.0 * x == x`` exactly (also fused as ``fma(1.0, x, y)``).
 
-So the bits agree for any float weights, also where the summation order matters (ratings like 0.1
-or 3.7).
+So the bits agree also where the summation order matters (ratings like 0.1 or 3.7, ``count``
+sums; ``binary`` weights are 1.0), and ``AttributeOverlapScorer`` needs no slower exact path for
+any weight. (The user-major product ``W.T @ A.T``, sparse times sparse, adds in the same order
+but builds a sparse result first; the item-major one streams ``W``, a few columns, and was 2-4x
+faster on Amazon- and genome-like blocks: ``benchmarks/bench_score_matrix.py``.)
 
 ``residualized_attribute`` removes what item popularity and attribute count explain::
 
@@ -73,6 +78,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from scipy import sparse
 
 from tieaudit.scorers._ids import encode, ids, object_index, sorted_unique
 from tieaudit.scorers.base import register
@@ -169,7 +175,7 @@ class AttributeOverlapScorer:
             self._h_value = np.where(np.isnan(rating), 1.0, rating)
         else:
             self._h_value = None
-        self._inverted_cache = None
+        self._incidence_cache = None
         self._fitted = True
         return self
 
@@ -239,100 +245,60 @@ class AttributeOverlapScorer:
         """Scores of every (user, item) pair: a ``len(user_ids) x len(item_ids)`` float64 array.
 
         Bit for bit ``score(np.repeat(user_ids, n), np.tile(item_ids, m)).reshape(m, n)`` (see
-        the module docstring for how and why), computed from the users' weights and an inverted
-        index attribute -> positions in ``item_ids`` instead of one expansion per pair.
+        the module docstring for how and why): the sparse product of the items' attribute
+        incidence with the users' dense weights.
         """
         if not self._fitted:
             raise RuntimeError("AttributeOverlapScorer.score_matrix called before fit")
         users, items = ids(user_ids), ids(item_ids)
-        inv_indptr, inv_cols = self._inverted(items)
-        return self._matrix_codes(encode(self._users, users), len(items), inv_indptr, inv_cols)
+        return self._matrix_codes(encode(self._users, users), self._incidence(items))
 
-    def _inverted(self, items: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The inverted index of ``items``: attribute ``a`` is held by the items at positions
-        ``cols[indptr[a]:indptr[a + 1]]`` (ascending). The last one is cached, keyed on the ids
-        themselves (comparing them costs less than encoding them again)."""
-        cached = self._inverted_cache
+    def _incidence(self, items: np.ndarray) -> sparse.csr_array:
+        """The ``items x attributes`` incidence of ``items`` (CSR, data 1.0, each row's
+        attributes ascending). The last one is cached, keyed on the ids themselves (comparing
+        them costs less than encoding them again)."""
+        cached = self._incidence_cache
         if cached is not None and len(cached[0]) == len(items) and np.array_equal(cached[0], items):
-            return cached[1], cached[2]
+            return cached[1]
         if len(self._ia.items) == 0:  # no item has attributes
             pos = attr = np.zeros(0, dtype=np.int64)
         else:
             pos, attr = self._ia.expand(self._ia.lookup(items))
-        cols = pos[np.argsort(attr, kind="stable")]  # by attribute, positions ascending within
-        counts = np.bincount(attr, minlength=self._n_attr)
-        indptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-        self._inverted_cache = (items.copy(), indptr, cols)
-        return indptr, cols
+        indptr = np.concatenate([[0], np.cumsum(np.bincount(pos, minlength=len(items)))])
+        incidence = sparse.csr_array(
+            (np.ones(len(attr)), attr, indptr.astype(np.int64)), shape=(len(items), self._n_attr)
+        )
+        incidence.has_sorted_indices = True  # expand gives each item's attributes ascending
+        self._incidence_cache = (items.copy(), incidence)
+        return incidence
 
-    def _matrix_codes(
-        self, u: np.ndarray, n_i: int, inv_indptr: np.ndarray, inv_cols: np.ndarray
-    ) -> np.ndarray:
-        """``score_matrix`` from user codes and the inverted index of the ``n_i`` items."""
-        n_u = len(u)
+    def _matrix_codes(self, u: np.ndarray, incidence: sparse.csr_array) -> np.ndarray:
+        """``score_matrix`` from user codes and the items' incidence: ``(incidence @ W).T`` with
+        ``W`` the users' weights as a dense ``attributes x users`` block, ``chunk_size``
+        entries of it at a time (at least one user)."""
+        n_u, n_i = len(u), incidence.shape[0]
         out = np.zeros((n_u, n_i), dtype=np.float64)
         if n_u == 0 or n_i == 0 or not np.any(u >= 0):
             return out
         keys, weights = self._user_weights(u[u >= 0])
         n_attr = self._n_attr
-        # Each weight entry (user, a) scatters onto the items holding a; keep the entries whose
-        # attribute some item holds (the others would add nothing).
-        key_attr = keys % n_attr
-        inv_size = inv_indptr[key_attr + 1] - inv_indptr[key_attr]
-        held = inv_size > 0
-        keys, weights, inv_size = keys[held], weights[held], inv_size[held]
-        inv_start = inv_indptr[key_attr[held]]
-        if len(keys) == 0:
-            return out
         # A row's entries are the run keys[lo:hi] (keys sorted: attributes ascending).
         code = np.maximum(u, 0)
         known = u >= 0
         lo = np.where(known, np.searchsorted(keys, code * n_attr), 0)
         hi = np.where(known, np.searchsorted(keys, (code + 1) * n_attr), 0)
-        size_cum = np.concatenate([[0], np.cumsum(inv_size)])
-        row_cum = np.concatenate([[0], np.cumsum(size_cum[hi] - size_cum[lo])])
-        # Sub-blocks of rows with at most chunk_size scatter entries (each weight entry has at
-        # least one) and chunk_size cells, at least one row each.
-        max_rows = max(1, self.chunk_size // n_i)
-        r0 = 0
-        while r0 < n_u:
-            r1 = int(np.searchsorted(row_cum, row_cum[r0] + self.chunk_size, side="right")) - 1
-            r1 = min(max(r1, r0 + 1), r0 + max_rows, n_u)
-            if row_cum[r1] > row_cum[r0]:
-                out[r0:r1] = _scatter_block(
-                    lo[r0:r1], hi[r0:r1], n_i, weights, inv_start, inv_size, inv_cols
-                ).reshape(r1 - r0, n_i)
-            r0 = r1
+        step = max(1, self.chunk_size // n_attr)
+        for r0 in range(0, n_u, step):
+            r1 = min(r0 + step, n_u)
+            size = hi[r0:r1] - lo[r0:r1]
+            if not size.any():
+                continue
+            entry = np.repeat(lo[r0:r1] - (np.cumsum(size) - size), size)
+            entry += np.arange(len(entry), dtype=np.int64)
+            dense = np.zeros((n_attr, r1 - r0), dtype=np.float64)
+            dense[keys[entry] % n_attr, np.repeat(np.arange(r1 - r0), size)] = weights[entry]
+            out[r0:r1] = (incidence @ dense).T
         return out
-
-
-def _scatter_block(
-    lo: np.ndarray,
-    hi: np.ndarray,
-    n_i: int,
-    weights: np.ndarray,
-    inv_start: np.ndarray,
-    inv_size: np.ndarray,
-    inv_cols: np.ndarray,
-) -> np.ndarray:
-    """Flat ``len(lo) x n_i`` scores of a block of rows; row ``r`` has the weight entries
-    ``lo[r]:hi[r]``, entry ``k`` weighs ``weights[k]`` on the items ``inv_cols[inv_start[k]:
-    inv_start[k] + inv_size[k]]``.
-
-    The scatter entries are generated row by row, each row's entries in ascending attribute
-    order; ``bincount`` adds in input order, so every cell receives its user's weights in
-    ascending attribute order, the order in which the pair path adds them."""
-    n_rows = len(lo)
-    n_key = hi - lo
-    key = np.repeat(lo - (np.cumsum(n_key) - n_key), n_key)
-    key += np.arange(len(key), dtype=np.int64)
-    size = inv_size[key]
-    src = np.repeat(inv_start[key] - (np.cumsum(size) - size), size)
-    src += np.arange(len(src), dtype=np.int64)
-    cell = inv_cols[src]
-    del src
-    cell += np.repeat(np.repeat(np.arange(n_rows, dtype=np.int64) * n_i, n_key), size)
-    return np.bincount(cell, weights=np.repeat(weights[key], size), minlength=n_rows * n_i)
 
 
 @register("residualized_attribute")

@@ -13,7 +13,9 @@ full-catalog reduction and tie audit as the built-in scorers::
 
 ``score`` and ``score_matrix`` look the scores up; they are the stored floats themselves, so ties
 are exactly the matrix's ties (float32 and integer scores up to 2**53 are widened to float64
-exactly, a block at a time: the matrix itself is kept as given, not copied). ``fit`` does
+exactly, a block at a time: the matrix itself is kept as given, not copied). A block of
+consecutive users of a float64 matrix against all its items, in order, is a read-only view of
+the matrix (full-catalog evaluation of users in the matrix's order reads it without a copy). ``fit`` does
 nothing. A pair whose user or item is not in the matrix is an error, unless ``fill`` gives its
 score (a model that saw neither cannot rank it, so there is no silent default).
 """
@@ -79,11 +81,15 @@ class MatrixScorer:
             )
         return out
 
-    def _item_codes(self, item_ids) -> np.ndarray:
-        """Column codes, kept for the last item array (full-catalog evaluation passes the same
-        catalogue array for every chunk)."""
+    def _item_codes(self, item_ids) -> tuple[np.ndarray, bool]:
+        """Column codes and whether they are every column in order, kept for the last item
+        array (full-catalog evaluation passes the same catalogue array for every chunk)."""
         if self._last_items is None or self._last_items[0] is not item_ids:
-            self._last_items = (item_ids, self._codes(self._items, item_ids, "item"))
+            codes = self._codes(self._items, item_ids, "item")
+            whole = len(codes) == self.scores.shape[1] and np.array_equal(
+                codes, np.arange(len(codes))
+            )
+            self._last_items = (item_ids, (codes, whole))
         return self._last_items[1]
 
     def score(self, user_ids, item_ids) -> np.ndarray:
@@ -98,14 +104,28 @@ class MatrixScorer:
 
     def score_matrix(self, user_ids, item_ids) -> np.ndarray:
         u = self._codes(self._users, user_ids, "user")
-        i = self._item_codes(item_ids)
+        i, whole = self._item_codes(item_ids)
         if self.scores.size == 0:  # no user or no item: every pair is filled
             return np.full((len(u), len(i)), self.fill if self.fill is not None else 0.0)
-        out = self.scores[np.ix_(np.maximum(u, 0), np.maximum(i, 0))].astype(np.float64)
+        if whole and _consecutive(u) and self.scores.dtype == np.float64:
+            out = self.scores[u[0] : u[0] + len(u)]  # the matrix's own rows: a view, no copy
+            out.flags.writeable = False  # (writing to it would change the matrix)
+            return out
+        if whole:  # the matrix's own columns: whole rows, widened as they are copied
+            out = np.empty((len(u), len(i)), dtype=np.float64)
+            for k, row in enumerate(np.maximum(u, 0).tolist()):
+                out[k] = self.scores[row]
+        else:
+            out = self.scores[np.ix_(np.maximum(u, 0), np.maximum(i, 0))].astype(np.float64)
         if self.fill is not None and (np.any(u < 0) or np.any(i < 0)):
             out[u < 0, :] = self.fill
             out[:, i < 0] = self.fill
         return out
+
+
+def _consecutive(codes: np.ndarray) -> bool:
+    """Whether ``codes`` are ``c, c + 1, ...`` (no missing id): rows of the matrix in order."""
+    return len(codes) > 0 and codes[0] >= 0 and bool(np.all(np.diff(codes) == 1))
 
 
 def _check_finite(matrix: np.ndarray, users: np.ndarray, items: np.ndarray) -> None:

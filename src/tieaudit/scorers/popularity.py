@@ -27,6 +27,7 @@ class PopularityScorer:
         pop = item_popularity(history.assign(item_id=history["item_id"].astype(str)))
         self._items = object_index(pop.index)
         self._counts = pop.to_numpy(dtype=np.float64)
+        self._block_items: tuple[np.ndarray, np.ndarray] | None = None
         self._fitted = True
         return self
 
@@ -40,11 +41,16 @@ class PopularityScorer:
 
     def score_matrix(self, user_ids: np.ndarray, item_ids: np.ndarray) -> np.ndarray:
         """Scores of every (user, item) pair, ``len(user_ids) x len(item_ids)`` float64: the
-        items' scores repeated down the users, bit for bit ``score`` on the repeat/tile pairs."""
+        items' scores broadcast down the users (an array of its own), bit for bit ``score`` on
+        the repeat/tile pairs. The scores of the last items are kept (full-catalog evaluation
+        passes the same catalogue for every chunk: it is looked up once, not once a chunk)."""
         if not self._fitted:
             raise RuntimeError("PopularityScorer.score_matrix called before fit")
-        row = self._item_scores(ids(item_ids))
-        return np.repeat(row[None, :], len(ids(user_ids)), axis=0)
+        items = ids(item_ids)
+        last = self._block_items
+        if last is None or len(last[0]) != len(items) or not np.array_equal(last[0], items):
+            last = self._block_items = (items.copy(), self._item_scores(items))
+        return np.repeat(last[1][None, :], len(ids(user_ids)), axis=0)
 
     def _item_scores(self, items: np.ndarray) -> np.ndarray:
         out = np.zeros(len(items), dtype=np.float64)
