@@ -15,7 +15,7 @@ rule score:
     benchmark:
         f"{BENCH}/score/{{dataset}}/{{scorer}}.tsv"
     conda:
-        "../envs/eval.yaml"
+        "../envs/score.yaml"
     resources:
         # measured: max RSS 2.2 GB (Amazon), 2.5 GB (24M-row MovieLens history)
         mem_mb=4000,
@@ -45,7 +45,7 @@ rule full_scores:
     benchmark:
         f"{BENCH}/full_scores/{{dataset}}/{{scorer}}.tsv"
     conda:
-        "../envs/eval.yaml"
+        "../envs/score.yaml"
     resources:
         mem_mb=6000,
     params:
