@@ -23,6 +23,7 @@ include: "workflow/rules/score.smk"
 include: "workflow/rules/evaluate.smk"
 include: "workflow/rules/full.smk"
 include: "workflow/rules/paper.smk"
+include: "workflow/rules/probe.smk"
 
 
 rule all:

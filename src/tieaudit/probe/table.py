@@ -11,6 +11,7 @@ or the evidence for ``unstable``/``unknown``).
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
@@ -75,13 +76,18 @@ def _filled(rec: dict[str, object], res: ProbeResult, notes: list[str]) -> dict[
 
 
 def evaluator_table(
-    data: CandidateTable | pd.DataFrame | str, metric: str | Measure = "nDCG@10"
+    data: CandidateTable | pd.DataFrame | str,
+    metric: str | Measure = "nDCG@10",
+    names: Sequence[str] | None = None,
 ) -> pd.DataFrame:
-    """Probe every registered adapter with ``metric`` (inflation measured on ``data``)."""
+    """Probe every registered adapter (or those ``names``) with ``metric``, the inflation
+    measured on ``data``; one row each, in registration order."""
     table = as_table(data)
     measure = parse_measure(metric)
     rows = []
     for adapter in adapters():
+        if names is not None and adapter.name not in names:
+            continue
         log.info("probing %s", adapter.name)
         rows.append(_row(adapter, measure, table))
     return pd.DataFrame(rows, columns=list(EVALUATOR_COLUMNS))
