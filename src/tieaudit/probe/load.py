@@ -3,12 +3,10 @@ function`` or ``path/to/file.py:function``."""
 
 from __future__ import annotations
 
-import hashlib
 import importlib
-import importlib.util
-import sys
 from pathlib import Path
 
+from .._loading import exec_file
 from ..measures import Measure
 from .adapters import AdapterError, adapter_names, get_adapter
 from .infer import Evaluator, ProbeError
@@ -58,17 +56,7 @@ def _file_module(path_text: str, ref: str):
     path = Path(path_text).expanduser().resolve()
     if not path.is_file():
         raise ProbeError(f"no file {path_text} ({ref})")
-    name = f"_tieaudit_probe_{path.stem}_{hashlib.sha256(str(path).encode()).hexdigest()[:12]}"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:  # pragma: no cover - not a Python file
-        raise ProbeError(f"cannot load {path_text} as a Python module ({ref})")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
     try:
-        spec.loader.exec_module(module)
+        return exec_file(path, "_tieaudit_probe")
     except Exception as exc:
-        del sys.modules[name]
         raise ProbeError(f"running {path_text} ({ref}) raised {type(exc).__name__}: {exc}") from exc
-    return module
