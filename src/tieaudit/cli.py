@@ -148,13 +148,19 @@ def _parser() -> argparse.ArgumentParser:
 
 def _probe_parser(sub, fmt) -> None:
     """``tieaudit probe REF``: which tie rule an evaluator uses (:mod:`tieaudit.probe`)."""
+    import textwrap
+
     from .probe.adapters import adapters
 
     names = ", ".join(a.name for a in adapters())
+
+    def wrap(text: str) -> str:
+        return "\n\n".join(textwrap.fill(p, 96, break_on_hyphens=False) for p in text.split("\n\n"))
+
     pr = sub.add_parser(
         "probe",
         help="which tie rule does an evaluator use? (a black-box test)",
-        description="Feed an evaluator crafted tie cases (the relevant item tied with m others, "
+        description=wrap("Feed an evaluator crafted tie cases (the relevant item tied with m others, "
         "stored first, in the middle or last, ids ascending or descending, the table permuted, "
         "each run twice) and infer from its values alone its tie rule, whether it is row-order "
         "invariant, and its inflation on a standard tie-heavy table. Prints a summary and "
@@ -163,11 +169,11 @@ def _probe_parser(sub, fmt) -> None:
         "DataFrame with columns row, user_id, item_id, label, score in stored order, and the "
         "values are each row's measure in order of first appearance. Give it as "
         "package.module:function or path/to/file.py:function, or name a built-in adapter: "
-        f"{names}.",
-        epilog="the rule is printed as one word: a registered rule (input_order, "
+        f"{names}."),
+        epilog=wrap("the rule is printed as one word: a registered rule (input_order, "
         "reversed_input, optimistic, pessimistic, expected, item_id, docno_desc, ...), "
         "unstable (the values change between runs, or with the stored order in a way no rule "
-        "explains) or unknown (with the evidence).",
+        "explains) or unknown (with the evidence)."),
         formatter_class=fmt,
     )
     pr.add_argument("ref", metavar="REF", help="the evaluator: module:function, file.py:function "

@@ -6,11 +6,13 @@ Crafted cases
     and groups above 16, where numpy's introsort stops using insertion sort and an unstable sort
     shows), ``g`` candidates scoring strictly above the group (several ``g`` around the cutoff
     ``k``, so that a rank inside the group decides the value at ``k``, and one above it; in
-    half of the rows they tie in pairs among themselves) and two scoring below. Inside the group the relevant item is stored first, in the
-    middle or last, and independently its id sorts first, in the middle or last among the
-    group's ids: the stored order and the id order disagree in most rows, which is what tells
-    ``input_order`` from ``item_id`` (and their reverses) apart. Lines of a row are interleaved
-    by a seeded draw; ids are zero-padded so that their code-point order is their numeric order.
+    half of the rows they tie in pairs among themselves) and two scoring below. Inside the
+    group the relevant item is stored first, in the middle or last, and independently its id
+    sorts first, in the middle or last among the group's ids: the stored order and the id
+    order disagree in most rows, which is what tells ``input_order`` from ``item_id`` (and
+    their reverses) apart. The other members are stored in a seeded order, and the higher and
+    lower candidates interleaved with the group at seeded places; ids are zero-padded so that
+    their code-point order is their numeric order.
 
 Permuted copies
     The audit's within-row permutations (:func:`tieaudit.audit.permute_within_rows`): the
@@ -19,8 +21,9 @@ Permuted copies
 Standard tie-heavy table
     :func:`standard_table`: ``rows`` rows of one relevant item and 99 sampled negatives with
     scores on five integer levels (the relevant item one level higher on average), ids drawn
-    from one id space (the relevant id sorts anywhere among them), the relevant item stored first, as a sampled-negatives evaluation usually stores it. Seeded; the same on
-    every machine.
+    from one id space (the relevant id sorts anywhere among them), the relevant item stored
+    first, as a sampled-negatives evaluation usually stores it. Seeded; the same on every
+    machine.
 """
 
 from __future__ import annotations
@@ -170,5 +173,7 @@ def standard_table(rows: int = 200, negatives: int = 99) -> CandidateTable:
         relevant = min(4, int(rng.choice(5, p=[0.2, 0.3, 0.25, 0.15, 0.1])))
         ids = rng.permutation(negatives + 1)  # one id space: the relevant id sorts anywhere
         lines.append((row, user, f"i{ids[0]:05d}", 1, float(relevant)))
-        lines += [(row, user, f"i{j:05d}", 0, float(s)) for j, s in zip(ids[1:], levels, strict=True)]
+        lines += [
+            (row, user, f"i{j:05d}", 0, float(s)) for j, s in zip(ids[1:], levels, strict=True)
+        ]
     return _table(lines, "standard tie-heavy table")

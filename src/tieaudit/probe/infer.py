@@ -125,7 +125,8 @@ def call_evaluator(
         i = int(bad_rows[0])
         raise ProbeError(
             f"{name} returned {values[i]} for row {table.row_ids[i]!r} (row {i + 1} of "
-            f"{table.n_rows}){on}" + (f", and {len(bad_rows) - 1} more" if len(bad_rows) > 1 else "")
+            f"{table.n_rows}){on}"
+            + (f", and {len(bad_rows) - 1} more" if len(bad_rows) > 1 else "")
         )
     return values
 
@@ -268,8 +269,9 @@ def _first_mismatch(
         if len(bad):
             i = int(bad[0])
             runs = obs.runs[tname]
-            j = next(r for r in range(len(runs)) if not obs.close(runs[r][i], obs.predicted[tname][rule][i]))
-            return tname, i, float(runs[j][i]), float(obs.predicted[tname][rule][i])
+            want = obs.predicted[tname][rule][i]
+            j = next(r for r in range(len(runs)) if not obs.close(runs[r][i], want))
+            return tname, i, float(runs[j][i]), float(want)
     return None
 
 
@@ -300,8 +302,9 @@ def _verdict(obs: _Observed, lays: list[Layout], rules: list[str], measure: Meas
     agreement = {r: sum(int(o.sum()) for o in obs.rule_ok(r).values()) / total for r in rules}
     matches = [r for r in rules if agreement[r] == 1.0]
     evidence: list[str] = []
+    pred = obs.predicted
     same = [(a, b) for i, a in enumerate(rules) for b in rules[i + 1 :]
-            if all(np.array_equal(obs.predicted[n][a], obs.predicted[n][b]) for n in names)]  # fmt: skip
+            if all(np.array_equal(pred[n][a], pred[n][b]) for n in names)]  # fmt: skip
     for a, b in same:
         evidence.append(f"with {measure} the crafted cases cannot tell {a} from {b}")
     if len(matches) == 1:
@@ -367,7 +370,8 @@ def _verdict(obs: _Observed, lays: list[Layout], rules: list[str], measure: Meas
     text = f"closest rule: {best}, {100 * agreement[best]:.1f}% of the values"
     if hit is not None:
         n, i, x, want = hit
-        text += f"; it differs at {_row_text(obs, lays, n, i)}: {_fmt(x)} returned, {best} gives {_fmt(want)}"
+        text += (f"; it differs at {_row_text(obs, lays, n, i)}: {_fmt(x)} returned, {best} "
+                 f"gives {_fmt(want)}")  # fmt: skip
     evidence.append(text)
     return _Verdict(rule, deterministic, invariant, matches, evidence, agreement, rows_moved)
 

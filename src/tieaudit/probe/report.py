@@ -39,7 +39,8 @@ def _inflation_lines(res: ProbeResult) -> list[tuple[str, str]]:
     return [
         ("evaluator's mean", f"{res.mean:.4f}"),
         ("exact expectation (expected)", f"{res.expected:.4f}"),
-        ("inflation (mean - expected)", f"{res.inflation:+.4f} ({_pct(res.inflation, res.expected)})"),
+        ("inflation (mean - expected)",
+         f"{res.inflation:+.4f} ({_pct(res.inflation, res.expected)})"),  # fmt: skip
         ("bounds (pessimistic .. optimistic)", f"{res.pessimistic:.4f} .. {res.optimistic:.4f}"),
     ]
 

@@ -84,7 +84,8 @@ def get_adapter(name: str) -> Adapter:
     try:
         return _REGISTRY[name]
     except KeyError:
-        raise AdapterError(f"unknown adapter {name!r}; known: {', '.join(adapter_names())}") from None
+        known = ", ".join(adapter_names())
+        raise AdapterError(f"unknown adapter {name!r}; known: {known}") from None
 
 
 def adapters() -> tuple[Adapter, ...]:
