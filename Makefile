@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 CORES  ?= 2
 
-.PHONY: help venv test test-fast test-slurm lint demo paper bench clean
+.PHONY: help venv test test-fast test-adapters test-slurm lint demo paper bench clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/'
@@ -15,7 +15,7 @@ help:  ## list the targets
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[pipeline,test,bench]"
+	$(BIN)/python -m pip install --quiet -e ".[pipeline,test,bench,probe]"
 	touch $(STAMP)
 
 venv: $(STAMP)  ## create .venv and install the project
@@ -25,6 +25,11 @@ test: $(STAMP)  ## run the whole test suite (library, CLI, downloads, workflow)
 
 test-fast: $(STAMP)  ## the tests without the end-to-end workflow runs
 	$(BIN)/python -m pytest -q -m "not slow"
+
+test-adapters: $(STAMP)  ## probe the torch adapters (installs torch 2.13.0, a CPU build, and torchmetrics, RecBole)
+	$(BIN)/python -m pip install --quiet torch==2.13.0
+	$(BIN)/python -m pip install --quiet -e ".[probe-torch]"
+	$(BIN)/python -m pytest -q -m torch tests/probe
 
 test-slurm: $(STAMP)  ## run the demo through a throw-away one-node Slurm cluster (root; 4-6 min)
 	bash tests/slurm/run_slurm_test.sh

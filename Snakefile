@@ -22,6 +22,7 @@ include: "workflow/rules/candidates.smk"
 include: "workflow/rules/score.smk"
 include: "workflow/rules/evaluate.smk"
 include: "workflow/rules/paper.smk"
+include: "workflow/rules/probe.smk"
 
 
 rule all:

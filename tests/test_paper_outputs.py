@@ -70,7 +70,7 @@ def paper_files(d: Path) -> set[str]:
 def expected_files(datasets: list[str]) -> set[str]:
     tables = [f"table_{x}" for x in datasets] + ["ties_invariance"]
     out = {f"{t}.{ext}" for t in tables for ext in ("csv", "md", "tex")}
-    out |= {"compare.md", "checklist.md", "MANIFEST.txt"}
+    out |= {"compare.md", "checklist.md", "MANIFEST.txt", "evaluators.csv", "evaluators.md"}
     return out | {f"figures/{x}_{kind}.{ext}" for x in datasets for kind in ("rules", "tie_sizes")
                   for ext in ("png", "pdf")}  # fmt: skip
 

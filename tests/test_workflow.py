@@ -72,6 +72,26 @@ def test_input_order_inflates_attribute_overlap(runs: dict[int, Path]) -> None:
         assert v["pessimistic"] <= v["expected"] <= v["optimistic"]
 
 
+def test_evaluator_table(runs: dict[int, Path]) -> None:
+    from tieaudit.probe import adapters
+
+    paper = runs[2] / "results" / "paper"
+    table = pd.read_csv(paper / "evaluators.csv", keep_default_na=False).set_index("adapter")
+    assert list(table.index) == [a.name for a in adapters()]
+    for a in adapters():
+        installed = a.available()
+        assert (table.loc[a.name, "version"] == "not installed") == (not installed), a.name
+    stable = table.loc["numpy-stable"]
+    assert stable["rule"] == "input_order" and stable["metric"] == "nDCG@10"
+    # inflation measured on the first dataset's attribute-overlap candidates: the same numbers
+    # as the pipeline's own evaluation of them
+    m = pd.read_csv(runs[2] / "results/demo_amazon_beauty/attribute_overlap/metrics.csv")
+    v = m[m["metric"] == "nDCG@10"].set_index("rule")["value"]
+    assert float(stable["mean"]) == pytest.approx(v["input_order"], abs=1e-12)
+    assert float(stable["expected"]) == pytest.approx(v["expected"], abs=1e-12)
+    assert "| adapter |" in (paper / "evaluators.md").read_text()
+
+
 def test_invariance_verdicts(runs: dict[int, Path]) -> None:
     for path in (runs[2] / "results").glob("*/*/*/audit/invariance.csv"):
         inv = pd.read_csv(path).drop_duplicates("rule").set_index("rule")["invariant"]

@@ -142,7 +142,59 @@ def _parser() -> argparse.ArgumentParser:
                     help="measures shown in the checklist (default: nDCG@10 HR@10)")  # fmt: skip
     au.add_argument("--reported-rule", default="expected", metavar="RULE",
                     help="the rule your reported numbers use (default: expected)")  # fmt: skip
+    _probe_parser(sub, fmt)
     return p
+
+
+def _probe_parser(sub, fmt) -> None:
+    """``tieaudit probe REF``: which tie rule an evaluator uses (:mod:`tieaudit.probe`)."""
+    import textwrap
+
+    from .probe.adapters import adapters
+
+    names = ", ".join(a.name for a in adapters())
+
+    def wrap(text: str) -> str:
+        return "\n\n".join(textwrap.fill(p, 96, break_on_hyphens=False) for p in text.split("\n\n"))
+
+    pr = sub.add_parser(
+        "probe",
+        help="which tie rule does an evaluator use? (a black-box test)",
+        description=wrap("Feed an evaluator crafted tie cases (the relevant item tied with m others, "
+        "stored first, in the middle or last, ids ascending or descending, the table permuted, "
+        "each run twice) and infer from its values alone its tie rule, whether it is row-order "
+        "invariant, and its inflation on a standard tie-heavy table. Prints a summary and "
+        "writes probe.json and probe.md into --out.\n\n"
+        "REF is a function fn(candidates, k) -> one value per row: candidates is a pandas "
+        "DataFrame with columns row, user_id, item_id, label, score in stored order, and the "
+        "values are each row's measure in order of first appearance. Give it as "
+        "package.module:function or path/to/file.py:function, or name a built-in adapter: "
+        f"{names}."),
+        epilog=wrap("the rule is printed as one word: a registered rule (input_order, "
+        "reversed_input, optimistic, pessimistic, expected, item_id, docno_desc, ...), "
+        "unstable (the values change between runs, or with the stored order in a way no rule "
+        "explains) or unknown (with the evidence)."),
+        formatter_class=fmt,
+    )
+    pr.add_argument("ref", metavar="REF", help="the evaluator: module:function, file.py:function "
+                    "or an adapter name")  # fmt: skip
+    pr.add_argument("-m", "--metric", default="nDCG@10", metavar="M",
+                    help="the measure REF computes (default: nDCG@10; e.g. HR@10)")  # fmt: skip
+    pr.add_argument("-o", "--out", metavar="DIR", default="tieaudit-probe",
+                    help="output folder (default: ./tieaudit-probe)")  # fmt: skip
+
+
+def _probe(args: argparse.Namespace) -> int:
+    from .probe import load_evaluator, probe
+    from .probe.report import summary, write
+
+    _check_out(args.out, "--out", folder=True)
+    fn = load_evaluator(args.ref, args.metric)
+    res = probe(fn, args.metric, name=args.ref)
+    sys.stdout.write(summary(res))
+    write(res, args.out)
+    print(f"wrote {args.out}/probe.json, probe.md", file=sys.stderr)
+    return 0
 
 
 def _load(args: argparse.Namespace) -> tuple[CandidateTable, list[str], str]:
@@ -239,6 +291,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "evaluate":
             return _evaluate(args)
+        if args.command == "probe":
+            return _probe(args)
         return _audit(args)
     except (CandidateError, ValueError, OSError) as exc:
         print(f"tieaudit: error: {exc}", file=sys.stderr)

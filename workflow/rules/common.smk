@@ -407,6 +407,7 @@ def paper_outputs():
     tables = [f"table_{d}" for d in DATASETS] + ["ties_invariance"]
     out = expand("results/paper/{table}.{ext}", table=tables, ext=("csv", "md", "tex"))
     out += ["results/paper/compare.md", "results/paper/checklist.md"]
+    out += ["results/paper/evaluators.csv", "results/paper/evaluators.md"]
     kinds = ("rules", "tie_sizes") + (("full_rules",) if FULL else ())
     out += expand(
         "results/paper/figures/{dataset}_{kind}.{ext}",
@@ -427,3 +428,10 @@ def reference_file():
     return str(
         in_workdir(path if path.is_absolute() else Path(workflow.basedir) / path)
     )
+
+
+def probe_candidates():
+    """The candidates the inflation is measured on: the first dataset's attribute_overlap
+    scores (the first scorer's when no scorer has that name)."""
+    scorer = "attribute_overlap" if "attribute_overlap" in SCORERS else SCORERS[0]
+    return f"results/{DATASETS[0]}/{scorer}/scores.parquet"

@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import hashlib
 import importlib
-import importlib.util
 import inspect
-import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 import numpy as np
 import pandas as pd
+
+from .._loading import exec_file
 
 __all__ = [
     "Scorer",
@@ -319,18 +318,7 @@ def _load_file(path_text: str, spec_text: str):
     path = Path(path_text).expanduser().resolve()
     if not path.is_file():
         raise ScorerLoadError(f"scorer file {path_text!r} does not exist (scorer {spec_text!r})")
-    digest = hashlib.sha256(str(path).encode()).hexdigest()[:12]
-    mod_name = f"_tieaudit_user_scorer_{path.stem}_{digest}"
-    if mod_name in sys.modules:
-        return sys.modules[mod_name]
-    spec = importlib.util.spec_from_file_location(mod_name, path)
-    if spec is None or spec.loader is None:  # pragma: no cover - not a Python file
-        raise ScorerLoadError(f"cannot load {path_text!r} as a Python module")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[mod_name] = module
     try:
-        spec.loader.exec_module(module)
+        return exec_file(path, "_tieaudit_user_scorer")
     except Exception as exc:
-        del sys.modules[mod_name]
         raise ScorerLoadError(f"error while executing scorer file {path_text!r}: {exc}") from exc
-    return module

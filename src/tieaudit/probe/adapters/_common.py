@@ -1,0 +1,82 @@
+"""What the adapters share: a table split into rows, and a measure from the relevant ranks."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import numpy as np
+import pandas as pd
+
+from ...measures import Measure
+
+__all__ = ["Row", "rows", "row_codes", "at_ranks", "per_row", "trec_dicts"]
+
+
+class Row:
+    """One row's lines in stored order: ``label``, ``score``, ``item`` (ids as text)."""
+
+    __slots__ = ("label", "score", "item")
+
+    def __init__(self, label: np.ndarray, score: np.ndarray, item: np.ndarray) -> None:
+        self.label, self.score, self.item = label, score, item
+
+
+def row_codes(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """Row codes of every line (first appearance order) and the row ids."""
+    codes, ids = pd.factorize(frame["row"])
+    return codes, np.asarray(ids)
+
+
+def rows(frame: pd.DataFrame) -> Iterator[Row]:
+    """Every row of ``frame`` (rows in order of first appearance, lines in stored order)."""
+    codes, _ = row_codes(frame)
+    order = np.argsort(codes, kind="stable")
+    cuts = np.flatnonzero(np.diff(codes[order])) + 1
+    label = frame["label"].to_numpy(np.int64)
+    score = frame["score"].to_numpy(np.float64)
+    item = frame["item_id"].astype(str).to_numpy()
+    for idx in np.split(order, cuts) if len(order) else []:
+        yield Row(label[idx], score[idx], item[idx])
+
+
+def at_ranks(measure: Measure, ranks: np.ndarray, n_relevant: int) -> float:
+    """``measure`` of a row whose relevant items sit at (possibly fractional) ``ranks``."""
+    r = np.sort(np.asarray(ranks, dtype=np.float64))
+    inside = r[r <= measure.k]
+    if measure.name == "nDCG":
+        return float(np.sum(1.0 / np.log2(inside + 1.0)) / measure.norm(n_relevant))
+    if measure.name == "HR":
+        return float(len(inside) > 0)
+    raise ValueError(f"{measure.name} is not computed here")  # pragma: no cover
+
+
+def per_row(
+    measure: Measure, ranks_of: Callable[[Row], np.ndarray]
+) -> Callable[[pd.DataFrame, int], list[float]]:
+    """An evaluator from a function giving the ranks (1-based) of a row's relevant items."""
+
+    def fn(frame: pd.DataFrame, k: int) -> list[float]:
+        m = Measure(measure.name, k)
+        return [at_ranks(m, ranks_of(row), int(row.label.sum())) for row in rows(frame)]
+
+    return fn
+
+
+def trec_dicts(
+    frame: pd.DataFrame,
+) -> tuple[dict[str, dict[str, int]], dict[str, dict[str, float]], list[str]]:
+    """``qrels`` (``{query: {doc: 1}}``, relevant items only), ``run`` (``{query: {doc: score}}``,
+    docs in stored order) and the query ids in order of first appearance: rows are queries."""
+    codes, ids = row_codes(frame)
+    queries = [str(q) for q in ids]
+    qrels: dict[str, dict[str, int]] = {q: {} for q in queries}
+    run: dict[str, dict[str, float]] = {q: {} for q in queries}
+    items = frame["item_id"].astype(str).to_numpy()
+    labels = frame["label"].to_numpy(np.int64)
+    scores = frame["score"].to_numpy(np.float64)
+    for c, item, label, score in zip(codes, items, labels, scores, strict=True):
+        q = queries[c]
+        run[q][item] = float(score)
+        if label > 0:
+            qrels[q][item] = int(label)
+    return qrels, run, queries

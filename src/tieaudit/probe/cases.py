@@ -1,0 +1,179 @@
+"""The tables a probe feeds an evaluator: crafted tie cases, their permuted copies, and a
+standard tie-heavy table.
+
+Crafted cases
+    Every row holds one relevant item tied with ``m`` others (:data:`TIE_SIZES`: small groups
+    and groups above 16, where numpy's introsort stops using insertion sort and an unstable sort
+    shows), ``g`` candidates scoring strictly above the group (several ``g`` around the cutoff
+    ``k``, so that a rank inside the group decides the value at ``k``, and one above it; in
+    half of the rows they tie in pairs among themselves) and two scoring below. Inside the
+    group the relevant item is stored first, in the middle or last, and independently its id
+    sorts first, in the middle or last among the group's ids: the stored order and the id
+    order disagree in most rows, which is what tells ``input_order`` from ``item_id`` (and
+    their reverses) apart. The other members are stored in a seeded order, and the higher and
+    lower candidates interleaved with the group at seeded places; ids are zero-padded so that
+    their code-point order is their numeric order.
+
+Permuted copies
+    The audit's within-row permutations (:func:`tieaudit.audit.permute_within_rows`): the
+    relevant item stored last, each row reversed, and seeded shuffles.
+
+Standard tie-heavy table
+    :func:`standard_table`: ``rows`` rows of one relevant item and 99 sampled negatives with
+    scores on five integer levels (the relevant item one level higher on average), ids drawn
+    from one id space (the relevant id sorts anywhere among them), the relevant item stored
+    first, as a sampled-negatives evaluation usually stores it. Seeded; the same on every
+    machine.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..audit import permutation_names, permute_within_rows
+from ..candidates import CandidateTable
+from ..measures import Measure
+from ..seeds import make_rng
+
+__all__ = [
+    "TIE_SIZES",
+    "PERMUTATIONS",
+    "Layout",
+    "crafted_table",
+    "probe_tables",
+    "standard_table",
+]
+
+#: Tie-group sizes ``m`` (others tied with the relevant item); 20 and 33 exceed numpy's
+#: insertion-sort threshold (16).
+TIE_SIZES = (1, 2, 4, 7, 20, 33)
+#: Seeded random shuffles among the permuted copies (besides relevant-last and reversed).
+PERMUTATIONS = 3
+_SEED = 0
+_LOWER = 2  # candidates scoring below the tie group in every row
+
+
+@dataclass(frozen=True)
+class Layout:
+    """One crafted row: ``m`` others tied with the relevant item below ``g`` higher candidates;
+    the relevant item's place among the group in stored order (``stored``) and in id order
+    (``id_place``), 0-based; ``higher_tied``: the higher candidates tie in pairs."""
+
+    m: int
+    g: int
+    stored: int
+    id_place: int
+    higher_tied: bool
+
+    def describe(self) -> str:
+        t = self.m + 1
+        return (
+            f"tie group of {t} below {self.g} higher, relevant stored {self.stored + 1} of {t}, "
+            f"its id {self.id_place + 1} of {t}"
+        )
+
+
+def _places(m: int) -> list[int]:
+    return sorted({0, m // 2, m})
+
+
+def _heights(measure: Measure, m: int) -> list[int]:
+    """Numbers of higher candidates: none, a few placing the group across the cutoff, and a few
+    more than the cutoff (the group below it: only counting higher candidates right keeps it
+    out)."""
+    k = measure.k
+    return sorted({0, max(0, k - 1 - m // 2), max(0, k - 2), max(0, k // 2), k + 2})
+
+
+def layouts(measure: Measure) -> list[Layout]:
+    """The crafted rows for ``measure`` (their number depends on its cutoff only)."""
+    out = []
+    for m in TIE_SIZES:
+        for g in _heights(measure, m):
+            for i, (p, q) in enumerate((p, q) for p in _places(m) for q in _places(m)):
+                out.append(Layout(m, g, p, q, higher_tied=g >= 2 and i % 2 == 1))
+    return out
+
+
+def _row_lines(row: str, lay: Layout, rng: np.random.Generator) -> list[tuple]:
+    """The lines of one crafted row, interleaved in a seeded order that keeps the tie group's
+    stored order."""
+    t = lay.m + 1
+    ids = [f"t{j:03d}" for j in range(t)]
+    relevant = ids[lay.id_place]
+    others = [x for x in ids if x != relevant]
+    # the other members in a drawn order, so that stored order and id order disagree
+    perm = rng.permutation(len(others))
+    others_stored = [others[j] for j in perm]
+    order = others_stored[: lay.stored] + [relevant] + others_stored[lay.stored :]  # stored
+    user = f"u{row[1:]}"
+    group = [(row, user, item, int(item == relevant), 1.0) for item in order]
+    higher = [
+        (row, user, f"h{j:03d}", 0, 2.0 + (j // 2 if lay.higher_tied else j)) for j in range(lay.g)
+    ]
+    lower = [(row, user, f"l{j:03d}", 0, 0.5 - 0.25 * j) for j in range(_LOWER)]
+    rest = higher + lower
+    slots = np.sort(rng.choice(len(group) + len(rest), size=len(rest), replace=False))
+    lines: list[tuple] = []
+    gi = ri = 0
+    for pos in range(len(group) + len(rest)):
+        if ri < len(rest) and slots[ri] == pos:
+            lines.append(rest[ri])
+            ri += 1
+        else:
+            lines.append(group[gi])
+            gi += 1
+    return lines
+
+
+def _table(lines: list[tuple], source: str) -> CandidateTable:
+    import pandas as pd
+
+    cols = list(zip(*lines, strict=True))
+    frame = pd.DataFrame(
+        {
+            "row": list(cols[0]),
+            "user_id": list(cols[1]),
+            "item_id": list(cols[2]),
+            "label": np.asarray(cols[3], dtype=np.int64),
+            "score": np.asarray(cols[4], dtype=np.float64),
+        }
+    )
+    return CandidateTable.from_frame(frame, source=source)
+
+
+def crafted_table(measure: Measure) -> tuple[CandidateTable, list[Layout]]:
+    """The crafted tie cases for ``measure`` and the layout of each row (rows ``r0001 ..``)."""
+    lays = layouts(measure)
+    rng = make_rng(_SEED, "probe-crafted")
+    width = len(str(len(lays)))
+    lines = []
+    for i, lay in enumerate(lays, start=1):
+        lines += _row_lines(f"r{i:0{max(4, width)}d}", lay, rng)
+    return _table(lines, "crafted tie cases"), lays
+
+
+def probe_tables(base: CandidateTable) -> dict[str, CandidateTable]:
+    """``base`` and its permuted copies, by name (``stored``, then the audit's names)."""
+    tables = {"stored": base}
+    for how in permutation_names(PERMUTATIONS):
+        tables[how] = permute_within_rows(base, how, _SEED)
+    return tables
+
+
+def standard_table(rows: int = 200, negatives: int = 99) -> CandidateTable:
+    """The standard tie-heavy table (see the module docstring)."""
+    rng = make_rng(_SEED, "probe-standard")
+    lines = []
+    for i in range(1, rows + 1):
+        row, user = f"s{i:05d}", f"v{i:05d}"
+        levels = rng.choice(5, size=negatives, p=[0.45, 0.3, 0.15, 0.07, 0.03])
+        relevant = min(4, int(rng.choice(5, p=[0.2, 0.3, 0.25, 0.15, 0.1])))
+        ids = rng.permutation(negatives + 1)  # one id space: the relevant id sorts anywhere
+        lines.append((row, user, f"i{ids[0]:05d}", 1, float(relevant)))
+        lines += [
+            (row, user, f"i{j:05d}", 0, float(s)) for j, s in zip(ids[1:], levels, strict=True)
+        ]
+    return _table(lines, "standard tie-heavy table")

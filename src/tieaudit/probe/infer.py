@@ -1,0 +1,446 @@
+"""Which tie rule an evaluator uses, inferred from the values it returns.
+
+The evaluator under test is a callable ``fn(candidates, k)`` (:data:`Evaluator`): ``candidates``
+is a DataFrame with columns ``row, user_id, item_id, label, score`` in stored order, and the
+result is one value of the measure per row, in order of first appearance.
+
+The probe runs it twice on every table of :func:`tieaudit.probe.cases.probe_tables` (the
+crafted tie cases and their permuted copies) and compares each run, row by row (tolerance
+:data:`TOLERANCE`), with what every candidate rule gives there: the candidates are read from the
+registry (:func:`candidate_rules`: every unseeded rule kind giving one ranking or an exact
+distribution), and their values come from :func:`tieaudit.evaluate` on the same tables, so a
+newly registered rule is identified without a change here. The verdict:
+
+* the rule's name, when exactly one candidate gives the returned values on every run of every
+  table;
+* ``unstable``, when no candidate does and the values change between two runs of the same table,
+  or (every value being one that some order of the tie group gives) with the stored order, in a
+  way no registered rule explains: an unstable sort or ``torch.topk``;
+* ``unknown`` otherwise, with the evidence (values no order of the tie group gives, an order the
+  registry does not know, or several rules the cases cannot tell apart).
+
+Row-order invariant (the audit's verdict, :mod:`tieaudit.audit`) means every run of every
+permuted copy gave each row the value the stored table got. The inflation is the evaluator's mean
+on a tie-heavy table (:func:`tieaudit.probe.cases.standard_table`, or a table given) minus the
+exact expectation, with the ``optimistic`` and ``pessimistic`` bounds.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..candidates import REQUIRED_COLUMNS, CandidateTable, as_table
+from ..evaluate import EXACT_RULE, evaluate
+from ..measures import Measure, parse_measure
+from ..rules import Result, TieRule, rule_kinds
+from .cases import Layout, crafted_table, probe_tables, standard_table
+
+__all__ = [
+    "Evaluator",
+    "ProbeError",
+    "ProbeResult",
+    "TOLERANCE",
+    "SINGLE_PRECISION",
+    "UNSTABLE",
+    "UNKNOWN",
+    "candidate_rules",
+    "call_evaluator",
+    "probe",
+]
+
+Evaluator = Callable[[pd.DataFrame, int], Sequence[float]]
+#: Largest difference between a returned value and a rule's value that still counts as equal.
+TOLERANCE = 1e-9
+#: The tolerance tried when nothing matches within :data:`TOLERANCE`: an evaluator computing in
+#: single precision (float32, e.g. torchmetrics) is identified up to it, and the evidence says so.
+SINGLE_PRECISION = 1e-6
+UNSTABLE = "unstable"
+UNKNOWN = "unknown"
+RUNS = 2  # runs of the evaluator on every table
+
+
+class ProbeError(ValueError):
+    """The evaluator under test failed: it raised, or returned something that is not one number
+    per row."""
+
+
+def candidate_rules() -> list[TieRule]:
+    """The rules a probe can identify: every registered kind that takes no seed and gives one
+    ranking or an exact distribution (read from the registry when called)."""
+    keep = (Result.RANKING, Result.DISTRIBUTION)
+    return [TieRule(k.name) for k in rule_kinds() if not k.seeded and k.result in keep]
+
+
+def _frame(table: CandidateTable) -> pd.DataFrame:
+    frame = table.to_frame()[list(REQUIRED_COLUMNS)]
+    frame["label"] = frame["label"].astype(np.int64)
+    return frame
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def call_evaluator(
+    fn: Evaluator, table: CandidateTable, k: int, *, name: str = "evaluator", where: str = ""
+) -> np.ndarray:
+    """Run ``fn`` on ``table`` (a fresh DataFrame) and check its result: one finite number per
+    row; otherwise a :class:`ProbeError` naming what it returned."""
+    on = f" on the {where}" if where else ""
+    try:
+        out = fn(_frame(table), k)
+    except Exception as exc:
+        raise ProbeError(f"{name} raised {type(exc).__name__}{on}: {exc}") from exc
+    if out is None or isinstance(out, (str, bytes, dict)) or not hasattr(out, "__len__"):
+        raise ProbeError(
+            f"{name} returned {_shown(out)}{on}; it must return one number per row "
+            "(a sequence of floats)"
+        )
+    try:
+        values = np.asarray(out, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        bad = next((v for v in out if not _is_number(v)), None)
+        raise ProbeError(
+            f"{name} returned values that are not numbers{on}: {_shown(bad)} ({exc})"
+        ) from None
+    if values.ndim != 1:
+        raise ProbeError(
+            f"{name} returned an array of shape {values.shape}{on}; it must return one number "
+            "per row"
+        )
+    if len(values) != table.n_rows:
+        raise ProbeError(
+            f"{name} returned {len(values)} values for {table.n_rows} rows{on}; it must return "
+            "one value per row, in order of first appearance"
+        )
+    bad_rows = np.flatnonzero(~np.isfinite(values))
+    if len(bad_rows):
+        i = int(bad_rows[0])
+        raise ProbeError(
+            f"{name} returned {values[i]} for row {table.row_ids[i]!r} (row {i + 1} of "
+            f"{table.n_rows}){on}"
+            + (f", and {len(bad_rows) - 1} more" if len(bad_rows) > 1 else "")
+        )
+    return values
+
+
+def _is_number(v: Any) -> bool:
+    try:
+        float(v)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+@dataclass
+class ProbeResult:
+    """What a probe found; :mod:`tieaudit.probe.report` writes it as JSON, Markdown and text."""
+
+    evaluator: str
+    metric: str
+    rule: str
+    invariant: bool
+    deterministic: bool
+    matches: list[str]
+    evidence: list[str]
+    agreement: dict[str, float]
+    mean: float
+    expected: float
+    optimistic: float
+    pessimistic: float
+    inflation_table: str
+    n_rows: int
+    crafted_rows: int
+    tables: list[str]
+    rows_moved: float
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def inflation(self) -> float:
+        """The evaluator's mean minus the exact expectation."""
+        return self.mean - self.expected
+
+    def as_dict(self) -> dict[str, Any]:
+        """Everything, ``probe.json``'s content."""
+        out = {
+            "evaluator": self.evaluator,
+            "metric": self.metric,
+            "rule": self.rule,
+            "invariant": self.invariant,
+            "deterministic": self.deterministic,
+            "mean": self.mean,
+            "expected": self.expected,
+            "optimistic": self.optimistic,
+            "pessimistic": self.pessimistic,
+            "inflation": self.inflation,
+            "inflation_table": self.inflation_table,
+            "n_rows": self.n_rows,
+            "rows_moved": self.rows_moved,
+            "matches": self.matches,
+            "agreement": self.agreement,
+            "evidence": self.evidence,
+            "crafted_rows": self.crafted_rows,
+            "tables": self.tables,
+        }
+        out.update(self.extra)
+        return out
+
+
+@dataclass
+class _Observed:
+    """The runs of the evaluator and every candidate's values, per table."""
+
+    table: dict[str, CandidateTable]
+    runs: dict[str, list[np.ndarray]]
+    predicted: dict[str, dict[str, np.ndarray]]
+    possible: dict[str, list[np.ndarray]]
+    g: dict[str, np.ndarray]
+    t: dict[str, np.ndarray]
+    tol: float = TOLERANCE
+
+    def close(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """Where ``a`` and ``b`` are equal up to the tolerance."""
+        return np.abs(a - b) <= self.tol
+
+    def rule_ok(self, rule: str) -> dict[str, np.ndarray]:
+        """Per table, the rows where every run gave ``rule``'s value."""
+        return {
+            n: np.logical_and.reduce([self.close(v, self.predicted[n][rule]) for v in self.runs[n]])
+            for n in self.runs
+        }
+
+
+def _observe(
+    fn: Evaluator, measure: Measure, rules: list[TieRule], name: str
+) -> tuple[_Observed, list[Layout]]:
+    base, lays = crafted_table(measure)
+    tables = probe_tables(base)
+    runs, predicted, possible, g, t = {}, {}, {}, {}, {}
+    for tname, table in tables.items():
+        where = f"crafted tie cases ({tname})" if tname != "stored" else "crafted tie cases"
+        runs[tname] = [
+            call_evaluator(fn, table, measure.k, name=name, where=where) for _ in range(RUNS)
+        ]
+        ev = evaluate(table, [measure], rules, n_seeds=1, rank_cap=None)
+        predicted[tname] = {str(r): ev[r].values[measure] for r in rules}
+        ts = ev.structure  # one relevant item per row: items are rows
+        gains = measure.gains(int((ts.g + ts.t).max()) + 1)
+        possible[tname] = [gains[a + 1 : a + b + 1] for a, b in zip(ts.g, ts.t, strict=True)]
+        g[tname], t[tname] = ts.g, ts.t
+    return _Observed(tables, runs, predicted, possible, g, t), lays
+
+
+def _value_at(measure: Measure, rank: np.ndarray) -> np.ndarray:
+    """The measure of one relevant item at a (possibly fractional) rank."""
+    inside = rank <= measure.k
+    if measure.name == "nDCG":
+        v = 1.0 / np.log2(rank + 1.0)
+    elif measure.name == "MRR":
+        v = 1.0 / rank
+    elif measure.name == "P":
+        v = np.full(rank.shape, 1.0 / measure.k)
+    else:
+        v = np.ones(rank.shape)
+    return np.where(inside, v, 0.0)
+
+
+def _fmt(v: float) -> str:
+    return f"{v:.6g}"
+
+
+def _row_text(obs: _Observed, lays: list[Layout], tname: str, i: int) -> str:
+    rid = obs.table[tname].row_ids[i]
+    copy = "" if tname == "stored" else f"; in the copy {tname}"
+    return f"row {rid} ({lays[i].describe()}{copy})"
+
+
+def _first_mismatch(
+    obs: _Observed, lays: list[Layout], rule: str
+) -> tuple[str, int, float, float] | None:
+    for tname, ok in obs.rule_ok(rule).items():
+        bad = np.flatnonzero(~ok)
+        if len(bad):
+            i = int(bad[0])
+            runs = obs.runs[tname]
+            want = obs.predicted[tname][rule][i]
+            j = next(r for r in range(len(runs)) if not obs.close(runs[r][i], want))
+            return tname, i, float(runs[j][i]), float(want)
+    return None
+
+
+@dataclass
+class _Verdict:
+    rule: str
+    deterministic: bool
+    invariant: bool
+    matches: list[str]
+    evidence: list[str]
+    agreement: dict[str, float]
+    rows_moved: float
+
+
+def _verdict(obs: _Observed, lays: list[Layout], rules: list[str], measure: Measure) -> _Verdict:
+    names = list(obs.runs)
+    first = obs.runs["stored"][0]
+    same_run = {n: np.logical_and.reduce([obs.close(v, obs.runs[n][0]) for v in obs.runs[n]])
+                for n in names}  # fmt: skip
+    deterministic = all(bool(m.all()) for m in same_run.values())
+    moved = np.zeros(len(first), dtype=bool)
+    for n in names:
+        for v in obs.runs[n]:
+            moved |= ~obs.close(v, first)
+    invariant = not moved.any()
+    rows_moved = float(moved.mean())
+    total = len(names) * len(first)  # (table, row) pairs
+    agreement = {r: sum(int(o.sum()) for o in obs.rule_ok(r).values()) / total for r in rules}
+    matches = [r for r in rules if agreement[r] == 1.0]
+    evidence: list[str] = []
+    pred = obs.predicted
+    same = [(a, b) for i, a in enumerate(rules) for b in rules[i + 1 :]
+            if all(np.array_equal(pred[n][a], pred[n][b]) for n in names)]  # fmt: skip
+    for a, b in same:
+        evidence.append(f"with {measure} the crafted cases cannot tell {a} from {b}")
+    if len(matches) == 1:
+        rule = matches[0]
+        evidence.insert(0, f"every value of every run matches {rule} ({len(first)} rows in "
+                        f"{len(names)} tables, {RUNS} runs each)")  # fmt: skip
+        return _Verdict(rule, deterministic, invariant, matches, evidence, agreement, rows_moved)
+    if len(matches) > 1:
+        evidence.insert(0, f"the values match several rules: {', '.join(matches)}")
+        return _Verdict(UNKNOWN, deterministic, invariant, matches, evidence, agreement, rows_moved)
+
+    impossible = []
+    for n in names:
+        for v in obs.runs[n]:
+            for i, x in enumerate(v):
+                if not obs.close(obs.possible[n][i], x).any():
+                    impossible.append((n, i, float(x)))
+    if not deterministic:
+        n = next(n for n in names if not same_run[n].all())
+        i = int(np.flatnonzero(~same_run[n])[0])
+        a, b = (float(v[i]) for v in obs.runs[n][:2])
+        n_diff = sum(int((~m).sum()) for m in same_run.values())
+        evidence.append(
+            f"two runs on the same table disagree on {n_diff} rows, e.g. "
+            f"{_row_text(obs, lays, n, i)}: {_fmt(a)}, then {_fmt(b)}"
+        )
+        rule = UNSTABLE
+    elif not invariant and not impossible:
+        evidence.append(
+            "deterministic on a given table and every value is one that some order of the tie "
+            f"group gives, but the values change with the stored order ({100 * rows_moved:.1f}% "
+            "of the rows moved in the permuted copies) in a way no registered rule explains: "
+            "an order left to an unstable sort?"
+        )
+        rule = UNSTABLE
+    else:
+        rule = UNKNOWN
+    if impossible:
+        n, i, x = impossible[0]
+        lo, hi = float(obs.possible[n][i].min()), float(obs.possible[n][i].max())
+        evidence.append(
+            f"{len(impossible)} returned values are none that an order of the tie group gives, "
+            f"e.g. {_row_text(obs, lays, n, i)}: {_fmt(x)}, while the orders give "
+            f"{len(obs.possible[n][i])} values from {_fmt(lo)} to {_fmt(hi)}"
+        )
+    mean_rank = all(
+        obs.close(v, _value_at(measure, obs.g[n] + (obs.t[n] + 1) / 2.0)).all()
+        for n in names for v in obs.runs[n]
+    )  # fmt: skip
+    if mean_rank:
+        evidence.append(
+            "every value is the measure at the tie group's mean rank g + (t + 1) / 2: a mean "
+            "rank plugged into the measure, which is not the expected measure"
+        )
+    elif rule == UNKNOWN and not impossible:
+        evidence.append(
+            "deterministic, row-order invariant and every value is one that some order of the "
+            "tie group gives, but no registered rule gives these values: a fixed order the "
+            "registry does not know (e.g. a hash of the ids)"
+        )
+    best = max(rules, key=lambda r: agreement[r])
+    hit = _first_mismatch(obs, lays, best)
+    text = f"closest rule: {best}, {100 * agreement[best]:.1f}% of the values"
+    if hit is not None:
+        n, i, x, want = hit
+        text += (f"; it differs at {_row_text(obs, lays, n, i)}: {_fmt(x)} returned, {best} "
+                 f"gives {_fmt(want)}")  # fmt: skip
+    evidence.append(text)
+    return _Verdict(rule, deterministic, invariant, matches, evidence, agreement, rows_moved)
+
+
+def probe(
+    fn: Evaluator,
+    metric: str | Measure = "nDCG@10",
+    *,
+    name: str = "evaluator",
+    inflation_table: CandidateTable | pd.DataFrame | str | None = None,
+) -> ProbeResult:
+    """Probe ``fn`` (see the module docstring); ``metric`` is the measure it computes.
+
+    ``inflation_table`` (default: :func:`tieaudit.probe.cases.standard_table`) is the table its
+    mean is compared with the exact expectation on; one relevant item per row is not needed
+    there. Raises :class:`ProbeError` when ``fn`` raises or returns something other than one
+    finite number per row.
+    """
+    measure = parse_measure(metric)
+    rules = candidate_rules()
+    obs, lays = _observe(fn, measure, rules, name)
+    names = [str(r) for r in rules]
+    found = _verdict(obs, lays, names, measure)
+    if not found.matches:  # single precision?
+        obs.tol = SINGLE_PRECISION
+        loose = _verdict(obs, lays, names, measure)
+        if len(loose.matches) == 1:
+            loose.evidence.append(
+                f"equal up to {SINGLE_PRECISION:g} but not {TOLERANCE:g}: the evaluator computes "
+                "in single precision (float32)"
+            )
+            found = loose
+    table = standard_table() if inflation_table is None else as_table(inflation_table)
+    values = call_evaluator(fn, table, measure.k, name=name, where=table.source)
+    check = [TieRule(found.rule)] if found.rule in names else []
+    ev = evaluate(table, [measure], [EXACT_RULE, *check], n_seeds=1)
+    low, high = ev.bounds()
+    if check:  # the rule must give the values on this table too
+        want = ev[found.rule].values[measure]
+        off = np.flatnonzero(~obs.close(values, want))
+        if len(off):
+            i = int(off[0])
+            found.evidence.append(
+                f"but on the {table.source} it differs from {found.rule} in {len(off)} of "
+                f"{table.n_rows} rows, e.g. row {table.row_ids[i]!r}: {_fmt(values[i])} "
+                f"returned, {found.rule} gives {_fmt(want[i])}"
+            )
+            found.rule = UNKNOWN
+    return ProbeResult(
+        evaluator=name,
+        metric=str(measure),
+        rule=found.rule,
+        invariant=found.invariant,
+        deterministic=found.deterministic,
+        matches=found.matches,
+        evidence=found.evidence,
+        agreement=found.agreement,
+        mean=_mean(values),
+        expected=_mean(ev.expected.values[measure]),
+        optimistic=_mean(high[measure]),
+        pessimistic=_mean(low[measure]),
+        inflation_table=table.source,
+        n_rows=table.n_rows,
+        crafted_rows=len(lays),
+        tables=list(obs.runs),
+        rows_moved=found.rows_moved,
+        extra={"tolerance": obs.tol},
+    )
+
+
+def _mean(values: np.ndarray) -> float:
+    return math.fsum(float(v) for v in values) / len(values) if len(values) else math.nan

@@ -1,0 +1,101 @@
+"""A probe's result as ``probe.json``, ``probe.md`` and a one-screen summary."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+
+from ..io import atomic_write_many
+from .infer import UNKNOWN, UNSTABLE, ProbeResult
+
+__all__ = ["to_json", "to_markdown", "summary", "write"]
+
+
+def _num(v: float) -> float | None:
+    return None if isinstance(v, float) and math.isnan(v) else v
+
+
+def to_json(res: ProbeResult) -> str:
+    """``probe.json``: at least ``rule``, ``invariant``, ``mean`` and ``expected``."""
+    data = {k: (_num(v) if isinstance(v, float) else v) for k, v in res.as_dict().items()}
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+
+
+def _rule_text(res: ProbeResult) -> str:
+    if res.rule == UNSTABLE:
+        return "unstable (no rule explains the values; they change with the stored order or run)"
+    if res.rule == UNKNOWN:
+        return "unknown (see the evidence)"
+    return res.rule
+
+
+def _pct(x: float, base: float) -> str:
+    return f"{100 * x / base:+.1f}%" if base else "n/a"
+
+
+def _inflation_lines(res: ProbeResult) -> list[tuple[str, str]]:
+    return [
+        ("evaluator's mean", f"{res.mean:.4f}"),
+        ("exact expectation (expected)", f"{res.expected:.4f}"),
+        ("inflation (mean - expected)",
+         f"{res.inflation:+.4f} ({_pct(res.inflation, res.expected)})"),  # fmt: skip
+        ("bounds (pessimistic .. optimistic)", f"{res.pessimistic:.4f} .. {res.optimistic:.4f}"),
+    ]
+
+
+def summary(res: ProbeResult) -> str:
+    """The one-screen summary printed on standard output."""
+    inv = "yes" if res.invariant else f"NO ({100 * res.rows_moved:.1f}% of the crafted rows moved)"
+    lines = [
+        f"probe of {res.evaluator} ({res.metric})",
+        f"  tie rule:            {_rule_text(res)}",
+        f"  row-order invariant: {inv}",
+        f"  deterministic:       {'yes' if res.deterministic else 'NO (two runs disagreed)'}",
+        f"  on {res.inflation_table} ({res.n_rows} rows):",
+    ]
+    lines += [f"    {k + ':':<36}{v}" for k, v in _inflation_lines(res)]
+    if res.rule in (UNSTABLE, UNKNOWN) or len(res.evidence) > 1:
+        lines.append("  evidence:")
+        lines += [f"    - {e}" for e in res.evidence]
+    return "\n".join(lines) + "\n"
+
+
+def to_markdown(res: ProbeResult) -> str:
+    """``probe.md``: the verdict, the inflation, the evidence and each rule's agreement."""
+    inv = "yes" if res.invariant else f"no: {100 * res.rows_moved:.1f}% of the crafted rows moved"
+    out = [
+        f"# Probe of `{res.evaluator}` ({res.metric})",
+        "",
+        "| question | answer |",
+        "|---|---|",
+        f"| tie rule | {_rule_text(res)} |",
+        f"| row-order invariant | {inv} |",
+        f"| deterministic | {'yes' if res.deterministic else 'no'} |",
+        "",
+        f"## Inflation on the {res.inflation_table} ({res.n_rows} rows)",
+        "",
+        "| | value |",
+        "|---|---|",
+    ]
+    out += [f"| {k} | {v} |" for k, v in _inflation_lines(res)]
+    out += ["", "## Evidence", ""] + [f"- {e}" for e in res.evidence]
+    out += [
+        "",
+        f"## Agreement with each rule ({res.crafted_rows} crafted rows in {len(res.tables)} "
+        f"tables: {', '.join(res.tables)}; each run twice)",
+        "",
+        "| rule | share of values it gives |",
+        "|---|---|",
+    ]
+    out += [f"| {r} | {100 * a:.1f}% |" for r, a in res.agreement.items()]
+    return "\n".join(out) + "\n"
+
+
+def write(res: ProbeResult, out_dir: str | os.PathLike[str]) -> list[Path]:
+    """Write ``probe.json`` and ``probe.md`` into ``out_dir`` (both or neither)."""
+    folder = Path(out_dir)
+    return atomic_write_many(
+        {folder / "probe.json": to_json(res), folder / "probe.md": to_markdown(res)}
+    )

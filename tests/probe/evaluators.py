@@ -1,0 +1,102 @@
+"""Hand-written evaluators, one per behaviour the probe names, as a user would write them.
+
+Each is ``fn(candidates, k) -> per-row nDCG@k`` (rows in order of first appearance), written with
+numpy and pandas only, without tieaudit: the probe must identify each from its values alone.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pandas as pd
+
+
+def _rows(frame: pd.DataFrame):
+    """(labels, scores, item ids) of every row, lines in stored order, rows in first appearance."""
+    codes, _ = pd.factorize(frame["row"])
+    order = np.argsort(codes, kind="stable")
+    cuts = np.flatnonzero(np.diff(codes[order])) + 1
+    labels = frame["label"].to_numpy()
+    scores = frame["score"].to_numpy(float)
+    ids = frame["item_id"].astype(str).to_numpy()
+    for idx in np.split(order, cuts):
+        yield labels[idx], scores[idx], ids[idx]
+
+
+def _ndcg(labels_ranked: np.ndarray, k: int) -> float:
+    disc = 1.0 / np.log2(np.arange(2, k + 2))
+    top = labels_ranked[:k]
+    ideal = np.sort(labels_ranked)[::-1][:k]
+    return float((top * disc[: len(top)]).sum() / (ideal * disc[: len(ideal)]).sum())
+
+
+def _by_order(order_of):
+    def fn(frame: pd.DataFrame, k: int) -> list[float]:
+        return [_ndcg(lab[order_of(s, lab, ids)], k) for lab, s, ids in _rows(frame)]
+
+    return fn
+
+
+# stable sort by score, descending: the first stored wins a tie
+input_order = _by_order(lambda s, lab, ids: np.argsort(-s, kind="stable"))
+# a stable ascending sort, reversed: the last stored wins a tie
+reversed_input = _by_order(lambda s, lab, ids: np.argsort(s, kind="stable")[::-1])
+# relevant first (last) among equal scores
+optimistic = _by_order(lambda s, lab, ids: np.lexsort((-lab, -s)))
+pessimistic = _by_order(lambda s, lab, ids: np.lexsort((lab, -s)))
+# ties by item id, ascending (descending: trec_eval's docno order)
+item_id = _by_order(lambda s, lab, ids: np.lexsort((ids, -s)))
+docno_desc = _by_order(
+    lambda s, lab, ids: np.lexsort((-pd.factorize(ids, sort=True)[0], -s))
+)
+# numpy's default sort: quicksort (introsort), not stable above 16 elements
+quicksort = _by_order(lambda s, lab, ids: np.argsort(-s))
+
+
+def expected(frame: pd.DataFrame, k: int) -> list[float]:
+    """Tie-averaged nDCG (McSherry & Najork 2008): each tied item gets the mean discount of the
+    places its tie group spans."""
+    disc = np.r_[1.0 / np.log2(np.arange(2, k + 2)), 0.0]
+    out = []
+    for lab, s, _ in _rows(frame):
+        dcg = 0.0
+        for x in np.unique(s[lab == 1]):
+            g = int((s > x).sum())
+            t = int((s == x).sum())
+            places = np.minimum(np.arange(g, g + t), k)
+            dcg += (lab[s == x].sum()) * disc[places].mean()
+        ideal = disc[: min(int(lab.sum()), k)].sum()
+        out.append(dcg / ideal)
+    return out
+
+
+_draws = itertools.count()
+
+
+def unstable(frame: pd.DataFrame, k: int) -> list[float]:
+    """Ties in a fresh random order on every call (a new seed each time)."""
+    rng = np.random.default_rng(next(_draws))
+    return [_ndcg(lab[np.lexsort((rng.random(len(s)), -s))], k) for lab, s, _ in _rows(frame)]
+
+
+def mean_rank(frame: pd.DataFrame, k: int) -> list[float]:
+    """The pitfall: the tie group's mean rank plugged into nDCG."""
+    out = []
+    for lab, s, _ in _rows(frame):
+        r = pd.Series(s).rank(ascending=False, method="average").to_numpy()[lab == 1][0]
+        out.append(1.0 / np.log2(r + 1.0) if r <= k else 0.0)
+    return out
+
+
+#: The behaviours the probe names, each with its evaluator.
+BEHAVIOURS = {
+    "input_order": input_order,
+    "reversed_input": reversed_input,
+    "optimistic": optimistic,
+    "pessimistic": pessimistic,
+    "expected": expected,
+    "item_id": item_id,
+    "docno_desc": docno_desc,
+    "unstable": unstable,
+}

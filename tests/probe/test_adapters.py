@@ -1,0 +1,100 @@
+"""Every built-in adapter probed: what each library's evaluator does with ties.
+
+An adapter whose library is missing is skipped with how to install it, except the light ones
+(the ``probe`` extra) under CI, where ``make test`` installs them: there a missing one fails. The
+torch adapters (marker ``torch``) run by ``make test-adapters``.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from tieaudit.probe import AdapterError, get_adapter, probe
+
+# adapter -> (metric, the rule the probe finds); see the README's evaluator table
+EXPECTED = {
+    "numpy-stable": ("nDCG@10", "input_order"),
+    "numpy-reversed-stable": ("nDCG@10", "reversed_input"),
+    "numpy-reversed": ("nDCG@10", "unstable"),
+    "numpy-quicksort": ("nDCG@10", "unstable"),
+    "pandas-rank-first": ("HR@10", "input_order"),
+    "pandas-rank-min": ("nDCG@10", "optimistic"),
+    "pandas-rank-max": ("HR@10", "pessimistic"),
+    "pandas-rank-average": ("nDCG@10", "unknown"),
+    "pandas-rank-dense": ("HR@10", "unknown"),
+    "sklearn": ("nDCG@10", "expected"),
+    "sklearn-ignore-ties": ("nDCG@10", "unstable"),
+    "ranx": ("nDCG@10", "unstable"),
+    "trec_eval": ("nDCG@10", "docno_desc"),
+    "ir_measures": ("HR@10", "docno_desc"),
+    "torchmetrics": ("nDCG@10", "expected"),
+    "recbole": ("HR@10", "unstable"),
+}
+TORCH = {"torchmetrics", "recbole"}
+
+
+def _need(name: str):
+    adapter = get_adapter(name)
+    if not adapter.available():
+        if os.environ.get("CI") and adapter.extra == "probe":
+            pytest.fail(f"{adapter.library} is missing under CI: make test installs it")
+        pytest.skip(f"{adapter.library} is not installed: {adapter.install}")
+    return adapter
+
+
+def _params():
+    for name, (metric, rule) in EXPECTED.items():
+        marks = [pytest.mark.torch] if name in TORCH else []
+        yield pytest.param(name, metric, rule, marks=marks, id=name)
+
+
+@pytest.mark.parametrize(("name", "metric", "rule"), list(_params()))
+def test_adapter_rule(name: str, metric: str, rule: str) -> None:
+    adapter = _need(name)
+    res = probe(adapter.evaluator(metric), metric, name=name)
+    assert res.rule == rule, res.evidence
+    assert res.deterministic  # none of them draws random numbers
+    assert res.invariant == (rule in ("optimistic", "pessimistic", "expected", "docno_desc",
+                                      "unknown"))  # fmt: skip
+
+
+def test_every_adapter_has_an_expectation() -> None:
+    from tieaudit.probe import adapters
+
+    assert sorted(a.name for a in adapters()) == sorted(EXPECTED)
+
+
+def test_adapters_import_their_library_only_when_asked() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys, tieaudit.probe; "
+            "print(sorted(m for m in ('sklearn', 'ranx', 'pytrec_eval', 'ir_measures', "
+            "'torch', 'torchmetrics', 'recbole') if m in sys.modules))")  # fmt: skip
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_an_adapter_refuses_a_measure_it_does_not_compute() -> None:
+    with pytest.raises(AdapterError, match="computes nDCG, not HR"):
+        get_adapter("sklearn").evaluator("HR@10")
+
+
+@pytest.mark.torch
+def test_recbole_ndcg_says_why_it_cannot_run() -> None:
+    import numpy as np
+
+    _need("recbole")
+    if hasattr(np, "float"):  # pragma: no cover - numpy before 1.24
+        pytest.skip("numpy still has np.float")
+    with pytest.raises(AdapterError, match="np.float"):
+        get_adapter("recbole").evaluator("nDCG@10")
+
+
+@pytest.mark.torch
+def test_torchmetrics_hit_rate_is_unstable() -> None:
+    _need("torchmetrics")
+    res = probe(get_adapter("torchmetrics").evaluator("HR@10"), "HR@10")
+    assert res.rule == "unstable" and res.deterministic

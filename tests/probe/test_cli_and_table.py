@@ -1,0 +1,92 @@
+"""``tieaudit probe REF`` (a file's function, a module's, an adapter) and the evaluator table the
+pipeline writes (results/paper/evaluators.csv)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tieaudit.cli import main
+from tieaudit.probe import EVALUATOR_COLUMNS, evaluator_table
+from tieaudit.probe.adapters import Adapter
+from tieaudit.probe.adapters import base as adapters_base
+from tieaudit.probe.cases import standard_table
+
+HERE = Path(__file__).resolve().parent
+EVALUATORS = HERE / "evaluators.py"
+
+
+def test_probe_a_function_in_a_file(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    out = tmp_path / "out"
+    assert main(["probe", f"{EVALUATORS}:docno_desc", "--out", str(out)]) == 0
+    data = json.loads((out / "probe.json").read_text())
+    assert data["rule"] == "docno_desc" and data["invariant"] is True
+    assert {"mean", "expected", "optimistic", "pessimistic"} <= set(data)
+    assert "tie rule:            docno_desc" in capsys.readouterr().out
+    assert "# Probe of" in (out / "probe.md").read_text()
+
+
+def test_probe_a_module_function_and_an_adapter(tmp_path: Path) -> None:
+    assert main(["probe", "tests.probe.evaluators:pessimistic", "-o", str(tmp_path / "a")]) == 0
+    assert json.loads((tmp_path / "a" / "probe.json").read_text())["rule"] == "pessimistic"
+    assert main(["probe", "pandas-rank-max", "-m", "HR@5", "-o", str(tmp_path / "b")]) == 0
+    data = json.loads((tmp_path / "b" / "probe.json").read_text())
+    assert data["rule"] == "pessimistic" and data["metric"] == "HR@5"
+
+
+@pytest.mark.parametrize(
+    ("ref", "message"),
+    [
+        ("no-such-adapter", "is no built-in adapter"),
+        ("no_such_module_xyz:fn", "cannot import 'no_such_module_xyz'"),
+        ("missing.py:fn", "no file missing.py"),
+        (f"{EVALUATORS}:nothing", "has no attribute 'nothing'"),
+        (f"{EVALUATORS}:BEHAVIOURS", "is a dict, not a function"),
+    ],
+)
+def test_bad_refs(ref: str, message: str, tmp_path: Path, capsys) -> None:
+    assert main(["probe", ref, "-o", str(tmp_path / "out")]) == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_failing_evaluator_writes_nothing(tmp_path: Path, capsys) -> None:
+    bad = tmp_path / "bad.py"
+    bad.write_text("def fn(candidates, k):\n    return [1.0, 2.0]\n")
+    assert main(["probe", f"{bad}:fn", "-o", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "returned 2 values for" in err and "one value per row" in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_evaluator_table_rows(monkeypatch: pytest.MonkeyPatch) -> None:
+    ghost = Adapter("ghost", "Ghost", "no_such_module_xyz", "no-such-dist-xyz", "ghost.ndcg()",
+                    ("nDCG",), lambda m: None, extra="probe")  # fmt: skip
+    monkeypatch.setitem(adapters_base._REGISTRY, "ghost", ghost)
+    names = ["numpy-stable", "sklearn", "pandas-rank-dense", "ghost"]
+    table = evaluator_table(standard_table(rows=40), "nDCG@10", names=names)
+    assert list(table.columns) == list(EVALUATOR_COLUMNS)
+    assert table["adapter"].tolist() == ["numpy-stable", "pandas-rank-dense", "sklearn", "ghost"]
+    rows = table.set_index("adapter")
+    assert rows.loc["numpy-stable", "rule"] == "input_order"
+    assert rows.loc["numpy-stable", "invariant"] == "no"
+    assert rows.loc["ghost", "version"] == "not installed"
+    assert rows.loc["ghost", "rule"] == "not installed"
+    assert "tieaudit[probe]" in rows.loc["ghost", "note"]
+    dense = rows.loc["pandas-rank-dense"]
+    assert dense["rule"] == "unknown"
+    assert "none that an order of the tie group gives" in dense["note"]
+    if rows.loc["sklearn", "version"] != "not installed":
+        assert rows.loc["sklearn", "inflation"] == pytest.approx(0.0, abs=1e-12)
+    stable = rows.loc["numpy-stable"]
+    assert stable["mean"] == pytest.approx(stable["optimistic"])  # relevant stored first
+
+
+def test_evaluator_table_falls_back_to_hr_for_an_adapter_without_the_measure(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    table = evaluator_table(standard_table(rows=20), "MRR@10", names=["numpy-stable"])
+    assert table.loc[0, "metric"] == "HR@10" and table.loc[0, "rule"] == "input_order"
+    assert "computes nDCG, HR, not MRR" in table.loc[0, "note"]

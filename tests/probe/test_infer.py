@@ -1,0 +1,183 @@
+"""The probe names the behaviour of hand-written evaluators (tests/probe/evaluators.py) from
+their values alone, says how it decided, and refuses evaluators that return no usable values."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tieaudit.evaluate import evaluate
+from tieaudit.measures import parse_measure
+from tieaudit.probe import ProbeError, candidate_rules, probe
+from tieaudit.probe.cases import crafted_table, probe_tables
+from tieaudit.probe.report import summary, to_json, to_markdown
+from tieaudit.rules import RuleKind, TieRule, get_kind, rule_kinds
+from tieaudit.rules import base as rules_base
+
+from . import evaluators as E
+
+
+@pytest.mark.parametrize("behaviour", list(E.BEHAVIOURS))
+def test_each_named_behaviour_is_identified(behaviour: str) -> None:
+    res = probe(E.BEHAVIOURS[behaviour], "nDCG@10", name=behaviour)
+    assert res.rule == behaviour, res.evidence
+    if behaviour == "unstable":
+        assert not res.deterministic and not res.invariant
+    else:
+        assert res.deterministic
+        # the verdict from the permuted copies agrees with what the rule declares
+        assert res.invariant == get_kind(behaviour).invariant
+
+
+@pytest.mark.parametrize("metric", ["nDCG@1", "nDCG@20"])
+@pytest.mark.parametrize("behaviour", ["input_order", "reversed_input", "item_id", "docno_desc"])
+def test_identified_at_other_cutoffs(behaviour: str, metric: str) -> None:
+    assert probe(E.BEHAVIOURS[behaviour], metric).rule == behaviour
+
+
+def test_candidates_are_the_registered_unseeded_single_ranking_rules() -> None:
+    names = [str(r) for r in candidate_rules()]
+    assert names == ["input_order", "reversed_input", "optimistic", "pessimistic", "expected",
+                     "item_id", "docno_desc"]  # fmt: skip
+    assert names == [k.name for k in rule_kinds() if k.name in names]  # registry order
+
+
+@pytest.mark.parametrize("metric", ["nDCG@10", "HR@10", "HR@1", "nDCG@1", "MRR@10", "HR@3"])
+def test_crafted_cases_tell_every_candidate_apart(metric: str) -> None:
+    measure = parse_measure(metric)
+    rules = candidate_rules()
+    tables = probe_tables(crafted_table(measure)[0])
+    values = {str(r): [] for r in rules}
+    for table in tables.values():
+        ev = evaluate(table, [measure], rules, n_seeds=1, rank_cap=None)
+        for r in rules:
+            values[str(r)].append(ev[r].values[measure])
+    stacked = {r: np.concatenate(v) for r, v in values.items()}
+    names = list(stacked)
+    for i, a in enumerate(names):
+        for b in names[i + 1 :]:
+            assert not np.allclose(stacked[a], stacked[b], atol=1e-6), (a, b)
+
+
+def test_crafted_cases_have_groups_larger_than_insertion_sort() -> None:
+    table, lays = crafted_table(parse_measure("nDCG@10"))
+    assert max(lay.m for lay in lays) > 16 and table.n_rows == len(lays)
+
+
+def test_numpy_quicksort_is_unstable_with_evidence() -> None:
+    res = probe(E.quicksort, "nDCG@10")
+    assert res.rule == "unstable" and res.deterministic and not res.invariant
+    assert "stored order" in res.evidence[0]
+    assert any(e.startswith("closest rule:") for e in res.evidence)
+
+
+def test_mean_rank_plugged_in_is_unknown_and_says_why() -> None:
+    res = probe(E.mean_rank, "nDCG@10")
+    assert res.rule == "unknown" and res.invariant
+    assert any("mean rank" in e for e in res.evidence), res.evidence
+    assert any("none that an order of the tie group gives" in e for e in res.evidence)
+
+
+def test_inflation_of_stored_order_on_the_standard_table() -> None:
+    res = probe(E.input_order, "nDCG@10")
+    # relevant item stored first: the stored order is the optimistic bound there
+    assert res.mean == pytest.approx(res.optimistic, abs=1e-12)
+    assert res.pessimistic < res.expected < res.optimistic
+    assert res.inflation == pytest.approx(res.mean - res.expected)
+    exp = probe(E.expected, "nDCG@10")
+    assert exp.inflation == pytest.approx(0.0, abs=1e-12)
+
+
+def test_single_precision_evaluator_is_identified_and_flagged() -> None:
+    def float32(frame: pd.DataFrame, k: int) -> np.ndarray:
+        return np.asarray(E.expected(frame, k), dtype=np.float32)
+
+    res = probe(float32, "nDCG@10")
+    assert res.rule == "expected"
+    assert any("single precision" in e for e in res.evidence)
+
+
+def test_a_rule_right_on_crafted_cases_only_is_unknown() -> None:
+    def two_faced(frame: pd.DataFrame, k: int) -> list[float]:
+        crafted = str(frame["row"].iloc[0]).startswith("r")
+        return (E.input_order if crafted else E.pessimistic)(frame, k)
+
+    res = probe(two_faced, "nDCG@10")
+    assert res.rule == "unknown"
+    assert "standard tie-heavy table it differs from input_order" in res.evidence[-1]
+
+
+class _EvenLinesFirst(RuleKind):
+    """A toy rule: among equal scores, lines at even positions of the table first."""
+
+    name = "even_lines_first"
+    order = "even stored positions first, then stored order"
+    invariant = False
+
+    def line_key(self, ties, seed):
+        n = ties.table.n_candidates
+        idx = np.arange(n)
+        return (idx % 2) * n + idx
+
+
+def _even_lines_first(frame: pd.DataFrame, k: int) -> list[float]:
+    idx = np.arange(len(frame))
+    key = pd.Series((idx % 2) * len(frame) + idx, index=frame.index)
+    out = []
+    for _, part in frame.assign(key=key).groupby("row", sort=False):
+        ranked = part.sort_values(["score", "key"], ascending=[False, True])
+        top = ranked["label"].to_numpy()[:k]
+        out.append(float((top / np.log2(np.arange(2, len(top) + 2))).sum()))
+    return out
+
+
+def test_a_newly_registered_rule_is_identified(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert probe(_even_lines_first, "nDCG@10").rule == "unstable"  # unknown to the registry
+    monkeypatch.setitem(rules_base._REGISTRY, "even_lines_first", _EvenLinesFirst())
+    assert "even_lines_first" in [str(r) for r in candidate_rules()]
+    res = probe(_even_lines_first, "nDCG@10")
+    assert res.rule == "even_lines_first", res.evidence
+    assert probe(E.input_order, "nDCG@10").rule == "input_order"  # still told apart
+
+
+def test_seeded_rules_are_no_candidates() -> None:
+    assert TieRule("hash", 0) not in candidate_rules()
+    assert all(not r.spec.seeded for r in candidate_rules())
+
+
+# ---------------------------------------------------------------------- bad evaluators
+def _raises(frame, k):
+    raise RuntimeError("index out of range")
+
+
+@pytest.mark.parametrize(
+    ("fn", "message"),
+    [
+        (_raises, "raised RuntimeError on the crafted tie cases: index out of range"),
+        (lambda f, k: [0.5] * 3, "returned 3 values for"),
+        (lambda f, k: None, "returned None"),
+        (lambda f, k: "0.5", "returned '0.5'"),
+        (lambda f, k: [np.nan] * f["row"].nunique(), "returned nan for row 'r0001' (row 1 of"),
+        (lambda f, k: ["x"] * f["row"].nunique(), "values that are not numbers"),
+        (lambda f, k: np.zeros((f["row"].nunique(), 2)), "an array of shape"),
+    ],
+)
+def test_bad_evaluators_get_a_clear_error(fn, message: str) -> None:
+    with pytest.raises(ProbeError, match=None) as info:
+        probe(fn, "nDCG@10", name="mine")
+    assert message in str(info.value) and str(info.value).startswith("mine ")
+
+
+def test_reports_hold_the_verdict() -> None:
+    res = probe(E.reversed_input, "nDCG@10", name="rev")
+    data = json.loads(to_json(res))
+    assert {"rule", "invariant", "mean", "expected"} <= set(data)
+    assert data["rule"] == "reversed_input" and data["invariant"] is False
+    assert data["mean"] == pytest.approx(res.mean)
+    md = to_markdown(res)
+    assert "| tie rule | reversed_input |" in md and "## Evidence" in md
+    text = summary(res)
+    assert "tie rule:            reversed_input" in text and len(text.splitlines()) <= 24

@@ -1,0 +1,28 @@
+# Stage 7: the evaluator table: every built-in adapter of `tieaudit probe` (library evaluators
+# and numpy/pandas idioms) probed for its tie rule, with its inflation on the first dataset's
+# attribute-overlap candidates. Libraries that are not installed are listed as such.
+
+
+rule evaluators:
+    input:
+        scores=probe_candidates(),
+        lib=lib("probe/__init__.py", "io.py"),
+    output:
+        csv=report(
+            "results/paper/evaluators.csv",
+            caption="../report/evaluators.rst",
+            category="Paper tables",
+        ),
+        md="results/paper/evaluators.md",
+    log:
+        f"{LOGS}/evaluators.log",
+    benchmark:
+        f"{BENCH}/evaluators.tsv"
+    conda:
+        "../../environment.yml"
+    resources:
+        mem_mb=3000,
+    params:
+        metric=config["evaluation"]["headline"][0],
+    script:
+        "../../scripts/evaluators.py"
