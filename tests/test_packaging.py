@@ -26,9 +26,21 @@ ROOT = Path(__file__).resolve().parents[1]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 CORE = {"numpy", "pandas", "pyarrow"}
 # distribution (pip or conda-forge) name -> the module it provides, where they differ
-MODULE_OF = {"pyyaml": "yaml", "matplotlib-base": "matplotlib", "scikit-learn": "sklearn"}
+MODULE_OF = {"pyyaml": "yaml", "matplotlib-base": "matplotlib", "scikit-learn": "sklearn",
+             "pytrec-eval-terrier": "pytrec_eval"}
 # the evaluator: the command line and every name of the package root
 EVALUATOR = "import tieaudit.cli\nfrom tieaudit import *\n"
+
+
+# The probe's adapters import the evaluator they probe when asked, and an adapter whose library is
+# not installed is reported as such: optional imports, checked against the probe extras.
+ADAPTERS = {p for p in (PACKAGE_DIR / "probe" / "adapters").glob("*.py")}
+
+
+def step_imports(*scripts: Path) -> set[str]:
+    """Third-party imports of ``scripts`` and the library files they run, the adapters' aside."""
+    files = [f for f in library_files(*scripts) if f not in ADAPTERS]
+    return set(third_party_imports(*scripts, *files))
 
 
 def names(requirements: list[str]) -> set[str]:
@@ -44,7 +56,7 @@ def names(requirements: list[str]) -> set[str]:
 def closure_imports(tmp_path: Path, script_text: str) -> set[str]:
     script = tmp_path / "script.py"
     script.write_text(script_text)
-    return set(third_party_imports(script, *library_files(script)))
+    return step_imports(script)
 
 
 def test_the_core_dependencies_are_what_the_evaluator_imports(tmp_path: Path) -> None:
@@ -56,10 +68,18 @@ def test_the_pipeline_extra_covers_every_step() -> None:
     pipeline = CORE | names(PYPROJECT["project"]["optional-dependencies"]["pipeline"])
     assert {"snakemake", "requests", "yaml", "tqdm", "matplotlib"} <= pipeline
     for script in sorted((ROOT / "scripts").glob("*.py")):
-        needed = set(third_party_imports(script, *library_files(script)))
+        needed = step_imports(script)
         assert needed <= pipeline, (script.name, sorted(needed - pipeline))
     extras = PYPROJECT["project"]["optional-dependencies"]
     assert "tieaudit[pipeline]" in extras["test"] and "pytest>=8" not in extras["pipeline"]
+
+
+def test_the_probe_extras_cover_every_adapter() -> None:
+    extras = PYPROJECT["project"]["optional-dependencies"]
+    optional = names(extras["probe"]) | names(extras["probe-torch"]) | {"torch"}  # torch: by hand
+    needed = set(third_party_imports(*ADAPTERS))
+    assert {"ranx", "sklearn", "torchmetrics", "recbole"} <= needed
+    assert needed <= CORE | optional, sorted(needed - CORE - optional)
 
 
 def rule_envs() -> dict[str, tuple[str, str]]:
@@ -90,7 +110,7 @@ def test_each_rule_environment_holds_what_its_step_imports() -> None:
     used = set()
     for rule, (script, env_file) in sorted(envs.items()):
         path = ROOT / "scripts" / script
-        needed = set(third_party_imports(path, *library_files(path)))
+        needed = step_imports(path)
         have = env_modules(env_file)
         assert needed | {"python"} <= have, (rule, env_file, sorted(needed - have))
         used.add(env_file)

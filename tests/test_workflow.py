@@ -85,7 +85,7 @@ def test_evaluator_table(runs: dict[int, Path]) -> None:
     assert stable["rule"] == "input_order" and stable["metric"] == "nDCG@10"
     # inflation measured on the first dataset's attribute-overlap candidates: the same numbers
     # as the pipeline's own evaluation of them
-    m = pd.read_csv(runs[2] / "results/demo_amazon_beauty/attribute_overlap/metrics.csv")
+    m = pd.read_csv(runs[2] / "results/demo_amazon_beauty/sampled/attribute_overlap/metrics.csv")
     v = m[m["metric"] == "nDCG@10"].set_index("rule")["value"]
     assert float(stable["mean"]) == pytest.approx(v["input_order"], abs=1e-12)
     assert float(stable["expected"]) == pytest.approx(v["expected"], abs=1e-12)

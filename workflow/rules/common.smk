@@ -434,4 +434,4 @@ def probe_candidates():
     """The candidates the inflation is measured on: the first dataset's attribute_overlap
     scores (the first scorer's when no scorer has that name)."""
     scorer = "attribute_overlap" if "attribute_overlap" in SCORERS else SCORERS[0]
-    return f"results/{DATASETS[0]}/{scorer}/scores.parquet"
+    return f"results/{DATASETS[0]}/sampled/{scorer}/scores.parquet"

@@ -1,12 +1,13 @@
 # Stage 7: the evaluator table: every built-in adapter of `tieaudit probe` (library evaluators
 # and numpy/pandas idioms) probed for its tie rule, with its inflation on the first dataset's
-# attribute-overlap candidates. Libraries that are not installed are listed as such.
+# attribute-overlap candidates. Libraries that are not installed are listed as such (the step's
+# conda environment holds scikit-learn only; install the `probe` extra for the others).
 
 
 rule evaluators:
     input:
         scores=probe_candidates(),
-        lib=lib("probe/__init__.py", "io.py"),
+        lib=script_inputs("evaluators.py"),
     output:
         csv=report(
             "results/paper/evaluators.csv",
@@ -19,7 +20,7 @@ rule evaluators:
     benchmark:
         f"{BENCH}/evaluators.tsv"
     conda:
-        "../../environment.yml"
+        "../envs/probe.yaml"
     resources:
         mem_mb=3000,
     params:
