@@ -103,7 +103,7 @@ def test_full_catalog_invariance_verdicts(run: Path) -> None:
     inv = pd.read_csv(run / "results/mini/full/attribute_overlap/audit/invariance.csv")
     assert (inv[inv["rule"] == "input_order"]["invariant"] == "no").all()
     assert (inv[inv["rule"] == "reversed_input"]["invariant"] == "no").all()
-    sampled = pd.read_csv(run / "results/mini/attribute_overlap/metrics.csv")
+    sampled = pd.read_csv(run / "results/mini/sampled/attribute_overlap/metrics.csv")
     v = sampled[sampled["metric"] == "nDCG@10"].set_index("rule")["value"]
     assert v["reversed_input"] == v["pessimistic"] < v["input_order"] == v["optimistic"]
 

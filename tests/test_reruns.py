@@ -25,6 +25,7 @@ import yaml
 
 from tests.test_config_validation import MINI
 from tieaudit.dependencies import library_files
+from tieaudit.sources import source_module
 
 ROOT = Path(__file__).resolve().parents[1]
 RULE_FILES = sorted((ROOT / "workflow" / "rules").glob("*.smk"))
@@ -177,18 +178,24 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.mark.slow
 def test_editing_a_module_reruns_exactly_the_steps_that_import_it(project: Path) -> None:
     lib = project / "src" / "tieaudit"
-    closure = {
-        rule: {p.relative_to(project).as_posix()
-               for p in library_files(project / "scripts" / script, package_dir=lib)}
-        for rule, script in rule_scripts().items()
-    }  # fmt: skip
     every_job = scheduled(project, "--forceall")
-    assert {rule for rule, _ in every_job} == set(closure)  # every rule takes part
+    scripts = rule_scripts()
+    assert {rule for rule, _ in every_job} == set(scripts)  # every rule takes part
+    closure = {}
+    for key, job in every_job.items():
+        rule = key[0]
+        modules = []  # what a registry imports by name: the dataset's own source or generator
+        if rule in ("prepare", "synthesize"):
+            dataset = CONFIG["datasets"][re.search(r"dataset=([^,\s]+)", job["wildcards"])[1]]
+            entry = dataset["source"] if rule == "prepare" else dataset["synthetic"]["generator"]
+            modules = [m for m in [source_module(entry)] if m]
+        closure[key] = {p.relative_to(project).as_posix() for p in library_files(
+            project / "scripts" / scripts[rule], modules=modules, package_dir=lib)}  # fmt: skip
     modules = sorted(p.relative_to(project).as_posix() for p in lib.rglob("*.py"))
     assert len(modules) > 30
     wrong = {}
     for module in modules:
-        importers = {key for key in every_job if module in closure[key[0]]}
+        importers = {key for key in every_job if module in closure[key]}
         jobs = edited(project, module)
         direct = reruns(jobs, module)
         # the steps that run the module, and those after them: all scheduled, nothing else;

@@ -32,6 +32,6 @@ def test_a_recbole_dataset_runs_through_the_pipeline(tmp_path: Path) -> None:
     attrs = pd.read_parquet(interim / "item_attributes.parquet")
     assert attrs["attribute"].str.startswith("genre=").all()
     for scorer in ("popularity", "attribute_overlap"):
-        m = pd.read_csv(tmp_path / "results" / "rb" / scorer / "metrics.csv")
+        m = pd.read_csv(tmp_path / "results" / "rb" / "sampled" / scorer / "metrics.csv")
         assert (m["n_rows"] == 60).all() and set(m["rule"]) >= {"input_order", "expected"}
     assert (tmp_path / "results" / "paper" / "table_rb.md").exists()
