@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 
 from tieaudit import evaluate, read_candidates
-from tieaudit.compare import ModelRows, orderings, ranking_flips
+from tieaudit.compare import FLIP_COLUMNS, ModelRows, orderings, ranking_flips
 from tieaudit.io import write_table
 from tieaudit.workflow import start
 
@@ -29,7 +29,10 @@ for path, (_, setting, scorer) in zip(snakemake.input.scores, p.results, strict=
             seeds.append(pd.DataFrame({"scorer": scorer, "metric": h, "seed": ev["hash_mean"].seeds,
                                        "value": sm}))  # fmt: skip
     log.info("evaluated %s", path)
-flips = ranking_flips(models, p.headline, [r for r in p.rules if r != "expected"])
+if len(models) > 1:
+    flips = ranking_flips(models, p.headline, [r for r in p.rules if r != "expected"])
+else:  # one scorer: no pair to compare (ranking_flips.md says so)
+    flips = pd.DataFrame(columns=list(FLIP_COLUMNS))
 rules = list(dict.fromkeys([*p.rules, "expected"]))
 write_table(flips, out.flips)
 write_table(orderings(models, p.headline, rules), out.orderings)

@@ -215,7 +215,8 @@ def flips_markdown(
     n = int((flips.groupby(["metric", "scorer_a", "scorer_b"])["flip"]
              .agg(lambda f: (f == "yes").any())).sum()) if len(flips) else 0  # fmt: skip
     total = flips.groupby(["metric", "scorer_a", "scorer_b"]).ngroups if len(flips) else 0
-    out += [f"**Ranking flips: none.** Every rule orders every pair of scorers as `expected` "
+    out += ["**Ranking flips: none.** Fewer than two scorers: no pair to compare." if total == 0
+            else f"**Ranking flips: none.** Every rule orders every pair of scorers as `expected` "
             f"does ({total} pairs)." if n == 0 else
             f"**Ranking flips: {n} of {total} pairs** change order under at least one rule.",
             ""]  # fmt: skip

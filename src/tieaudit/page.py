@@ -52,7 +52,9 @@ td.text,th.text{text-align:left;white-space:normal}
 figure{margin:.6em 0 1.2em;display:inline-block;vertical-align:top;max-width:100%}
 figure svg{max-width:100%;height:auto}figcaption{color:#555;font-size:.9em}
 details{margin:.3em 0;border:1px solid #e3e3e3;border-radius:4px;padding:.3em .6em}
-summary{cursor:pointer;font-weight:600}pre{background:#f6f6f6;padding:.6em;overflow:auto;
+summary{cursor:pointer;font-weight:600}.beyond{color:#777;font-size:.9em}
+table.data-files td{white-space:normal;word-break:break-all;text-align:left;font-size:12px}
+.scroll{overflow-x:auto}pre{background:#f6f6f6;padding:.6em;overflow:auto;
 font-size:12px}nav a{margin-right:1em}blockquote{margin:.5em 0;padding:.3em .8em;
 border-left:4px solid #e0b400;background:#fffbea}code{font-size:.92em}
 """
@@ -188,10 +190,11 @@ def _sections(text: str, level: int) -> dict[str, str]:
 
 
 def inline_svg(path: str | Path, prefix: str) -> str:
-    """An SVG file as an inline ``<svg>`` element: no XML prolog or doctype, every ``id`` (and
+    """An SVG file as an inline ``<svg>`` element: no XML prolog, doctype or metadata, every ``id`` (and
     every reference to one) prefixed with ``prefix`` so several figures can share a page."""
     text = Path(path).read_text(encoding="utf-8")
     text = text[text.index("<svg"):]
+    text = re.sub(r"\s*<metadata>.*?</metadata>", "", text, flags=re.S)  # RDF boilerplate
     ids = set(re.findall(r'\bid="([^"]+)"', text))
 
     def ref(m: re.Match[str]) -> str:
@@ -261,12 +264,16 @@ def _paper_table_html(frame: pd.DataFrame, n_seeds: int | None, key: str) -> str
     return "\n".join(out)
 
 
-def _verdict_lines(compare_md: str, dataset: str) -> list[tuple[bool, str]]:
-    """compare.md's yes/no lines about ``dataset`` (``- yes: dataset / ...``)."""
+def _verdict_lines(compare_md: str, dataset: str) -> list[tuple[bool, bool, str]]:
+    """compare.md's yes/no lines about ``dataset`` (``- yes: dataset / ...``) as (holds, votes,
+    text): a line under "Beyond the paper" casts no vote in its pattern's verdict."""
     out = []
-    for m in re.finditer(r"^- (yes|no): (\S+) / (.*)$", compare_md, flags=re.M):
-        if m.group(2) == dataset:
-            out.append((m.group(1) == "yes", m.group(3)))
+    for section in re.split(r"^### ", compare_md, flags=re.M)[1:]:
+        judged, _, beyond = section.partition("Beyond the paper")
+        for part, votes in ((judged, True), (beyond, False)):
+            for m in re.finditer(r"^- (yes|no): (\S+) / (.*)$", part, flags=re.M):
+                if m.group(2) == dataset:
+                    out.append((m.group(1) == "yes", votes, m.group(3)))
     return out
 
 
@@ -313,11 +320,14 @@ def results_page(inp: PageInputs) -> str:
         body.append(f'<h2 id="ds-{html.escape(d)}">{html.escape(d)}</h2>')
         verdicts = _verdict_lines(compare_md, d)
         if verdicts:
-            n_ok = sum(ok for ok, _ in verdicts)
-            body.append(f"<p>Checks of the paper's patterns on this dataset: "
-                        f"{_badge(n_ok == len(verdicts), f'{n_ok} of {len(verdicts)} hold')}</p><ul>"
-                        + "".join(f"<li>{_badge(ok, '✓ yes' if ok else '✗ no')} {html.escape(t)}</li>"
-                                  for ok, t in verdicts) + "</ul>")  # fmt: skip
+            votes = [ok for ok, vote, _ in verdicts if vote]
+            summary = (_badge(all(votes), f"{sum(votes)} of {len(votes)} hold") if votes else
+                       '<span class="badge na">none judged here</span>')  # fmt: skip
+            body.append(f"<p>Checks of the paper's patterns on this dataset: {summary}</p><ul>"
+                        + "".join(f"<li>{_badge(ok, '✓ yes' if ok else '✗ no')} {html.escape(t)}"
+                                  + ("" if vote else ' <span class="beyond">(beyond the paper: '
+                                     "no vote)</span>") + "</li>"
+                                  for ok, vote, t in verdicts) + "</ul>")  # fmt: skip
         for s in inp.settings:
             key = f"paper_{d}_{s}"
             body.append(f"<h3>{html.escape(s)} candidates</h3>")
