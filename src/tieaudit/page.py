@@ -323,11 +323,12 @@ def results_page(inp: PageInputs) -> str:
             votes = [ok for ok, vote, _ in verdicts if vote]
             summary = (_badge(all(votes), f"{sum(votes)} of {len(votes)} hold") if votes else
                        '<span class="badge na">none judged here</span>')  # fmt: skip
-            body.append(f"<p>Checks of the paper's patterns on this dataset: {summary}</p><ul>"
+            body.append("<details><summary>Checks of the paper's patterns on this dataset: "
+                        f"{summary}</summary><ul>"
                         + "".join(f"<li>{_badge(ok, '✓ yes' if ok else '✗ no')} {html.escape(t)}"
                                   + ("" if vote else ' <span class="beyond">(beyond the paper: '
                                      "no vote)</span>") + "</li>"
-                                  for ok, vote, t in verdicts) + "</ul>")  # fmt: skip
+                                  for ok, vote, t in verdicts) + "</ul></details>")  # fmt: skip
         for s in inp.settings:
             key = f"paper_{d}_{s}"
             body.append(f"<h3>{html.escape(s)} candidates</h3>")

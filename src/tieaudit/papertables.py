@@ -118,8 +118,9 @@ def paper_cells(frame: pd.DataFrame, pm: str = " ± ") -> tuple[list[str], list[
     return head, rows
 
 
-def paper_legend(frame: pd.DataFrame, n_seeds: int | None = None) -> str:
-    """The one-line legend under a paper table: what ± and the interval mean."""
+def paper_legend(frame: pd.DataFrame, n_seeds: int | None = None, short: bool = False) -> str:
+    """The one-line legend under a paper table: what ± and the interval mean (``short``: also
+    the LaTeX table's shortened headers)."""
     cols = set(frame.columns)
     seeds = f"{n_seeds} " if n_seeds else ""
     parts = []
@@ -128,11 +129,11 @@ def paper_legend(frame: pd.DataFrame, n_seeds: int | None = None) -> str:
     if "expected" in cols:
         parts.append("expected ± sd: exact expectation under a uniform random order within tie "
                      "groups and its exact standard deviation from tie-breaking")  # fmt: skip
-        parts.append("[pessimistic, optimistic] ([pess., opt.]): exact bounds, the relevant item "
-                     "losing / winning every tie")  # fmt: skip
+        parts.append("[pessimistic, optimistic]" + (" ([pess., opt.])" if short else "")
+                     + ": exact bounds, the relevant item losing / winning every tie")
         if "inflation" in cols:
-            parts.append("input_order / expected (io / exp.): inflation from keeping the stored "
-                         "order")
+            parts.append("input_order / expected" + (" (io / exp.)" if short else "")
+                         + ": inflation from keeping the stored order")
     parts.append("mean over rows; candidates and scores fixed, only the tie rule changes")
     return "; ".join(parts) + "."
 
@@ -175,7 +176,7 @@ def paper_latex(frame: pd.DataFrame, caption: str, label: str, n_seeds: int | No
         "% Needs \\usepackage{booktabs}. table*: seven columns, two of them value +- sd, need",
         "% about 15.5 cm (441 pt) at \\small; one column of a two-column paper is 8.4 cm.",
         r"\begin{table*}[t]", r"\centering", r"\small", r"\setlength{\tabcolsep}{4pt}",
-        rf"\caption{{{_tex(caption)}. {_tex(paper_legend(frame, n_seeds))}}}",
+        rf"\caption{{{_tex(caption)}. {_tex(paper_legend(frame, n_seeds, short=True))}}}",
         rf"\label{{{label}}}",
         rf"\begin{{tabular}}{{l{'r' * (n - 1)}}}", r"\toprule",
         " & ".join(_tex(_SHORT.get(h, h)) for h in head) + r" \\",
