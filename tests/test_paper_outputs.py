@@ -73,7 +73,8 @@ def expected_files(datasets: list[str]) -> set[str]:
     out |= {"compare.md", "checklist.md", "MANIFEST.txt", "index.html", "ranking_flips.csv",
             "ranking_flips.md"}  # fmt: skip
     out |= {f"paper_{x}_sampled.{ext}" for x in datasets for ext in ("csv", "md", "tex")}
-    return out | {f"figures/{x}_{kind}.{ext}" for x in datasets for kind in ("rules", "tie_sizes")
+    kinds = ("rules", "rules_wide", "tie_sizes")
+    return out | {f"figures/{x}_{kind}.{ext}" for x in datasets for kind in kinds
                   for ext in ("png", "pdf", "svg")}  # fmt: skip
 
 

@@ -351,7 +351,8 @@ def paper_outputs():
     tables = [f"table_{d}" for d in DATASETS] + ["ties_invariance"]
     out = expand("results/paper/{table}.{ext}", table=tables, ext=("csv", "md", "tex"))
     out += ["results/paper/compare.md", "results/paper/checklist.md"]
-    kinds = ("rules", "tie_sizes") + (("full_rules",) if FULL else ())
+    # rules: one column wide (3.3 in); rules_wide: both columns (6.8 in)
+    kinds = ("rules", "rules_wide", "tie_sizes") + (("full_rules",) if FULL else ())
     out += expand(
         "results/paper/figures/{dataset}_{kind}.{ext}",
         dataset=DATASETS,

@@ -78,6 +78,13 @@ rule figures:
             caption="../report/figure_rules.rst",
             category="Figures",
         ),
+        rules_wide=report(
+            multiext(
+                "results/paper/figures/{dataset}_rules_wide", ".png", ".pdf", ".svg"
+            ),
+            caption="../report/figure_rules.rst",
+            category="Figures",
+        ),
         tie_sizes=report(
             multiext(
                 "results/paper/figures/{dataset}_tie_sizes", ".png", ".pdf", ".svg"
