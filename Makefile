@@ -50,7 +50,7 @@ paper: $(STAMP)  ## download the real data (about 1 GB) and regenerate the paper
 	@echo "Tables: results/paper/   Report: results/report.html"
 
 screenshot: demo  ## docs/results_page.png: the demo's results page in headless Chromium
-	$(BIN)/python scripts/screenshot.py results/paper/index.html docs/results_page.png
+	$(BIN)/python docs/screenshot.py results/paper/index.html docs/results_page.png
 
 bench: $(STAMP)  ## run the benchmarks (minutes; prints ratios measured side by side)
 	$(BIN)/python benchmarks/bench_evaluate.py

@@ -67,6 +67,8 @@ def test_models_on_different_rows_are_refused() -> None:
     with pytest.raises(ValueError, match=r"A and B are not evaluated on the same rows: 1 row\(s\) "
                        r"of A are not in B \(first: 'r2'\)"):  # fmt: skip
         ranking_flips({"A": evaluate(A, ["HR@1"], RULES), "B": evaluate(other, ["HR@1"], RULES)})
+    with pytest.raises(ValueError, match="A: not evaluated for nDCG@10"):
+        ranking_flips(evaluations(), ["nDCG@10"])
     with pytest.raises(ValueError, match="two or more models"):
         ranking_flips({"A": evaluate(A, ["HR@1"], RULES)})
 

@@ -133,6 +133,10 @@ def ranking_flips(
     _check_rows(models)
     ms = [str(m) for m in parse_measures(measures)] if measures is not None else list(
         models[0].expected)
+    for m in models:
+        missing = [x for x in ms if x not in m.expected]
+        if missing:
+            raise ValueError(f"{m.name}: not evaluated for {', '.join(missing)}")
     shared = [r for r in models[0].means if all(r in m.means for m in models)]
     rs = [r for r in (list(rules) if rules is not None else shared) if r != "expected"]
     for r in rs:

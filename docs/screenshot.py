@@ -1,5 +1,5 @@
 """A screenshot of the results page in headless Chromium (`make screenshot`):
-python scripts/screenshot.py results/paper/index.html docs/results_page.png
+python docs/screenshot.py results/paper/index.html docs/results_page.png
 
 Debian's chromium (/usr/bin/chromium, `apt-get install chromium`) driven by playwright; every
 request but the page itself is blocked. The shot is the top of the page at 1200 x 1400 pixels.
