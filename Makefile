@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 CORES  ?= 2
 
-.PHONY: help venv test test-fast test-adapters test-slurm lint demo paper bench clean
+.PHONY: help venv test test-fast test-adapters test-slurm lint demo paper screenshot bench clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/'
@@ -41,7 +41,8 @@ demo: $(STAMP)  ## run the whole pipeline offline on generated demo data (about 
 	$(BIN)/snakemake --configfile config/demo.yaml --cores $(CORES)
 	$(BIN)/snakemake --configfile config/demo.yaml --report results/report.html
 	@echo
-	@echo "Demo done. Tables:   results/paper/*.csv, *.md, *.tex (compare.md, checklist.md)"
+	@echo "Demo done. Results page: $(CURDIR)/results/paper/index.html  (open it in a browser)"
+	@echo "           Tables:   results/paper/*.csv, *.md, *.tex (compare.md, checklist.md)"
 	@echo "           Figures:  results/paper/figures/"
 	@echo "           Report:   results/report.html"
 	@echo "           Per dataset and scorer: results/demo_*/sampled/<scorer>/{metrics.csv,audit/}"
@@ -50,7 +51,11 @@ demo: $(STAMP)  ## run the whole pipeline offline on generated demo data (about 
 paper: $(STAMP)  ## download the real data (about 1 GB) and regenerate the paper's tables
 	$(BIN)/snakemake --cores $(CORES)
 	$(BIN)/snakemake --report results/report.html
+	@echo "Results page: $(CURDIR)/results/paper/index.html"
 	@echo "Tables: results/paper/   Report: results/report.html"
+
+screenshot: demo  ## docs/results_page.png: the demo's results page in headless Chromium
+	$(BIN)/python docs/screenshot.py results/paper/index.html docs/results_page.png
 
 bench: $(STAMP)  ## run the benchmarks (minutes; prints ratios measured side by side)
 	$(BIN)/python benchmarks/bench_evaluate.py

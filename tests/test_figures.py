@@ -34,8 +34,9 @@ def test_rules_figure_bars_and_a_seed_range_of_zero_width(tmp_path) -> None:
     fig = rules_figure(metrics(1e-17), SCORERS, RULES, ["nDCG@10"], title="t")
     ax = fig.axes[0]
     heights = sorted(round(p.get_height(), 6) for p in ax.patches)
-    # 4 single-ranking bars a scorer: input_order, optimistic (doubled), pessimistic, hash:0
-    assert heights == sorted([0.4, 0.4, 0.2, 0.2, 0.1, 0.1, 0.05, 0.05])
+    # 2 single-ranking bars a scorer: input_order (doubled) and hash:0; optimistic and
+    # pessimistic are the interval around expected, not bars
+    assert heights == sorted([0.4, 0.2, 0.1, 0.05])
     save(fig, [tmp_path / "f.png"])
     assert (tmp_path / "f.png").stat().st_size > 0
 
@@ -111,3 +112,42 @@ def test_legends_never_cover_the_data_and_text_is_readable(width: float | None) 
                 for i, a in enumerate(labels):
                     assert not any(overlap(a, b) for b in labels[i + 1:]), (name, axis)
         plt.close(fig)
+
+
+def test_expected_is_drawn_with_its_exact_interval_and_the_seeds_as_a_strip(tmp_path) -> None:
+    from matplotlib.collections import LineCollection, PathCollection
+
+    m = demo_metrics()
+    seeds = pd.DataFrame([{"scorer": s, "metric": "nDCG@10", "seed": k, "value": v + 0.001 * k}
+                          for s, v in zip(DEMO_SCORERS, (0.5, 0.45, 0.9), strict=True)
+                          for k in range(7)])  # fmt: skip
+    fig = rules_figure(m, DEMO_SCORERS, DEMO_RULES, ["nDCG@10"], seed_means=seeds)
+    ax = fig.axes[0]
+    strips = [c for c in ax.collections if isinstance(c, PathCollection)
+              and c.get_label() == "hash seeds"]  # fmt: skip
+    points = np.concatenate([c.get_offsets() for c in ax.collections
+                             if isinstance(c, PathCollection) and c.get_sizes()[0] < 5])  # fmt: skip
+    assert len(strips) == 1 and len(points) == 3 * 7  # every seed of every scorer a point
+    assert sorted(np.round(points[:, 1], 6)) == sorted(np.round(seeds["value"], 6))
+    # the expected interval: vertical error bars from min (pessimistic) to max (optimistic)
+    bars = [c for c in ax.collections if isinstance(c, LineCollection)]
+    spans = sorted((round(seg[0][1], 6), round(seg[1][1], 6)) for c in bars for seg in c.get_segments())
+    want = sorted((round(v * 0.98, 6), round(v * 1.02, 6)) for v in (0.5, 0.45, 0.9))
+    assert spans == want
+    # optimistic and pessimistic are not bars; palette colours only (Okabe-Ito)
+    from matplotlib.colors import to_hex
+
+    from tieaudit.figures import OKABE_ITO
+
+    colours = {to_hex(p.get_facecolor()).upper() for p in ax.patches}
+    assert colours <= {c.upper() for c in OKABE_ITO}
+    assert len(ax.patches) == 3 * 4  # input_order, hash:0, random:0, item_id
+    save(fig, [tmp_path / "f.svg"])
+    text = (tmp_path / "f.svg").read_text()
+    assert "<svg" in text and "<dc:date>" not in text
+
+
+def test_svg_figures_are_byte_identical(tmp_path) -> None:
+    for name in ("one", "two"):
+        save(rules_figure(metrics(), SCORERS, RULES, ["nDCG@10"]), [tmp_path / f"{name}.svg"])
+    assert (tmp_path / "one.svg").read_bytes() == (tmp_path / "two.svg").read_bytes()

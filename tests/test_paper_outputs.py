@@ -70,9 +70,12 @@ def paper_files(d: Path) -> set[str]:
 def expected_files(datasets: list[str]) -> set[str]:
     tables = [f"table_{x}" for x in datasets] + ["ties_invariance"]
     out = {f"{t}.{ext}" for t in tables for ext in ("csv", "md", "tex")}
-    out |= {"compare.md", "checklist.md", "MANIFEST.txt", "evaluators.csv", "evaluators.md"}
-    return out | {f"figures/{x}_{kind}.{ext}" for x in datasets for kind in ("rules", "tie_sizes")
-                  for ext in ("png", "pdf")}  # fmt: skip
+    out |= {"compare.md", "checklist.md", "MANIFEST.txt", "index.html", "ranking_flips.csv",
+            "ranking_flips.md", "evaluators.csv", "evaluators.md"}  # fmt: skip
+    out |= {f"paper_{x}_sampled.{ext}" for x in datasets for ext in ("csv", "md", "tex")}
+    kinds = ("rules", "rules_wide", "tie_sizes")
+    return out | {f"figures/{x}_{kind}.{ext}" for x in datasets for kind in kinds
+                  for ext in ("png", "pdf", "svg")}  # fmt: skip
 
 
 @pytest.fixture(scope="module")

@@ -7,6 +7,7 @@ lint-clean and snakefmt-formatted.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -21,7 +22,9 @@ pytestmark = pytest.mark.slow
 
 def snakemake(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
     cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), *args]
-    return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=900)
+    # the results page's date (tieaudit.page.page_date): fixed, so both runs write the same page
+    env = {**os.environ, "SOURCE_DATE_EPOCH": "1767225600"}
+    return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=900, env=env)
 
 
 @pytest.fixture(scope="module")
@@ -123,3 +126,24 @@ def test_lint_and_format_are_clean() -> None:
         cwd=ROOT, capture_output=True, text=True,
     )  # fmt: skip
     assert fmt.returncode == 0, fmt.stderr
+
+
+def test_paper_tables_flips_and_results_page(runs: dict[int, Path], tmp_path: Path) -> None:
+    from tests.test_page import browser_missing, check_in_browser
+
+    paper = runs[2] / "results" / "paper"
+    datasets, settings = ["demo_amazon_beauty", "demo_movielens_genome"], ["sampled", "full"]
+    for d in datasets:
+        for s in settings:
+            t = pd.read_csv(paper / f"paper_{d}_{s}.csv")
+            assert list(t["metric"].unique()) == ["nDCG@10", "HR@10"] and len(t) == 6
+            assert r"\toprule" in (paper / f"paper_{d}_{s}.tex").read_text()
+    flips = pd.read_csv(paper / "ranking_flips.csv")
+    md = (paper / "ranking_flips.md").read_text()
+    assert len(flips) == 2 * 2 * 2 * 3 * 7  # datasets, settings, measures, pairs, rules
+    assert (flips["flip"] == "yes").any() or "Ranking flips: none." in md
+    assert md.count("**Ranking flips:") == 4
+    assert "index.html" in (paper / "MANIFEST.txt").read_text().split()
+    if browser_missing():
+        pytest.skip(browser_missing())
+    check_in_browser(paper / "index.html", paper, datasets, settings, tmp_path / "page.png")

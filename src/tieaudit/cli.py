@@ -17,6 +17,7 @@ from .candidates import (
     CandidateTable,
     read_candidates,
 )
+from .compare import ModelRows, flips_markdown, orderings, ranking_flips
 from .evaluate import DEFAULT_SEEDS, evaluate
 from .io import atomic_write_many, frame_to_text
 from .measures import DEFAULT_MEASURES
@@ -59,6 +60,16 @@ def _count(text: str) -> int:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def _rule_options(sp: argparse.ArgumentParser, rules_help: str) -> None:
+    """The --rules and --seeds options of a subcommand."""
+    sp.add_argument("-r", "--rules", nargs="+", metavar="RULE", default=None, help=rules_help)
+    sp.add_argument(
+        "--seeds", type=_count, default=DEFAULT_SEEDS, metavar="N",
+        help=f"number of hash seeds for hash_mean (default: {DEFAULT_SEEDS}; unused "
+        "without hash_mean)",
+    )  # fmt: skip
+
+
 def _parser() -> argparse.ArgumentParser:
     fmt = argparse.RawDescriptionHelpFormatter
     p = argparse.ArgumentParser(
@@ -70,6 +81,7 @@ def _parser() -> argparse.ArgumentParser:
         "  tieaudit evaluate candidates.parquet --rules input_order expected hash_mean "
         "--out metrics.csv\n"
         "  tieaudit audit candidates.csv --out-dir audit/\n"
+        "  tieaudit compare modelA.parquet modelB.parquet --out flips.csv\n"
         "  tieaudit evaluate --run run.txt --qrels qrels.txt -m P@5 Recall@1000 nDCG@10\n\n"
         "Run `tieaudit evaluate --help` or `tieaudit audit --help` for details.",
         formatter_class=fmt,
@@ -87,15 +99,8 @@ def _parser() -> argparse.ArgumentParser:
             help="measures as NAME@K, NAME in HR, nDCG, MRR, Recall, P (default: HR, nDCG and "
             "MRR at 1, 5, 10, 20)",
         )  # fmt: skip
-        sp.add_argument(
-            "-r", "--rules", nargs="+", metavar="RULE", default=None,
-            help=f"tie rules (default: {' '.join(_DEFAULT_RULES)}; and docno_desc with --run)",
-        )  # fmt: skip
-        sp.add_argument(
-            "--seeds", type=_count, default=DEFAULT_SEEDS, metavar="N",
-            help=f"number of hash seeds for hash_mean (default: {DEFAULT_SEEDS}; unused "
-            "without hash_mean)",
-        )  # fmt: skip
+        _rule_options(sp, f"tie rules (default: {' '.join(_DEFAULT_RULES)}; and docno_desc with "
+                      "--run)")  # fmt: skip
 
     ev = sub.add_parser(
         "evaluate",
@@ -142,8 +147,58 @@ def _parser() -> argparse.ArgumentParser:
                     help="measures shown in the checklist (default: nDCG@10 HR@10)")  # fmt: skip
     au.add_argument("--reported-rule", default="expected", metavar="RULE",
                     help="the rule your reported numbers use (default: expected)")  # fmt: skip
+    cmp = sub.add_parser(
+        "compare",
+        help="does the tie rule change which model wins? (ranking flips)",
+        description="Compare two or more models evaluated on the same rows: FILE... are their "
+        "scored candidates tables (CSV or Parquet, the format of `tieaudit evaluate`), holding "
+        "the same rows. For each measure: the order of the models under each rule, and for "
+        "each pair the paired difference under `expected` (mean over rows of the per-row "
+        "difference of exact expectations) with its standard error over rows and the exact sd "
+        "from tie-breaking (each model's ties broken independently), marking the pairs whose "
+        "order under a rule differs from their order under `expected`.",
+        epilog=_RULES_HELP + "\nflip: under RULE the pair is ordered by the sign of the "
+        "difference of its means (within 1e-12: level); it flips when that sign differs from "
+        "the sign under expected. Prints Markdown; --out writes the tidy CSV (one line per "
+        "measure, pair and rule).",
+        formatter_class=fmt,
+    )
+    cmp.add_argument("files", metavar="FILE", nargs="+",
+                     help="scored candidates tables, one per model (two or more)")  # fmt: skip
+    cmp.add_argument("--names", nargs="+", metavar="NAME",
+                     help="a name per FILE (default: the file names without extension)")  # fmt: skip
+    cmp.add_argument("-m", "--metrics", nargs="+", metavar="M", default=["nDCG@10", "HR@10"],
+                     help="measures (default: nDCG@10 HR@10)")  # fmt: skip
+    _rule_options(cmp, f"rules set against expected (default: {' '.join(_DEFAULT_RULES)})")
+    cmp.add_argument("-o", "--out", metavar="PATH", help="also write the tidy CSV here")
     _probe_parser(sub, fmt)
     return p
+
+
+def _compare(args: argparse.Namespace) -> int:
+    _check_out(args.out, "--out")
+    if len(args.files) < 2:
+        raise ValueError(f"compare needs two or more FILEs, got {len(args.files)}")
+    names = args.names or [Path(f).name.split(".")[0] for f in args.files]
+    if len(names) != len(args.files):
+        raise ValueError(f"--names gives {len(names)} name(s) for {len(args.files)} FILEs")
+    if len(set(names)) != len(names):
+        names = list(args.files)
+    rules = [str(r) for r in parse_rules(args.rules or _DEFAULT_RULES)]
+    seeds = _n_seeds(args.seeds, rules)
+    models = [
+        ModelRows.from_evaluation(n, evaluate(read_candidates(f), args.metrics, rules,
+                                              n_seeds=seeds))
+        for n, f in zip(names, args.files, strict=True)
+    ]  # fmt: skip
+    flips = ranking_flips(models, args.metrics, rules)
+    metrics = list(dict.fromkeys(flips["metric"]))
+    order = orderings(models, metrics, [*dict.fromkeys([*rules, "expected"])])
+    if args.out:
+        atomic_write_many({args.out: frame_to_text(flips, "csv")})
+        print(f"wrote {args.out} ({_plural(len(flips), 'line')})", file=sys.stderr)
+    sys.stdout.write(flips_markdown(flips, order, "Ranking flips", level=1))
+    return 0
 
 
 def _probe_parser(sub, fmt) -> None:
@@ -293,6 +348,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _evaluate(args)
         if args.command == "probe":
             return _probe(args)
+        if args.command == "compare":
+            return _compare(args)
         return _audit(args)
     except (CandidateError, ValueError, OSError) as exc:
         print(f"tieaudit: error: {exc}", file=sys.stderr)

@@ -5,8 +5,11 @@ column of a two-column paper, or :data:`TEXT`, both columns), with fonts of 7-9 
 and its legend below the panels, never over the data. Narrow figures stack the panels of the
 rules figure; wide ones set them side by side.
 
-Matplotlib runs on the Agg backend (set here, before pyplot is imported), and PDFs carry no
-creation date, so the same inputs give the same files.
+Each figure is saved as PNG, PDF and SVG (the results page inlines the SVG). Colours are the
+Okabe-Ito palette, which stays distinct under the common colour-vision deficiencies.
+
+Matplotlib runs on the Agg backend (set here, before pyplot is imported), PDFs and SVGs carry no
+date, and SVG ids come from a fixed salt, so the same inputs give the same files.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-__all__ = ["COLUMN", "TEXT", "rules_figure", "tie_size_figure", "save"]
+__all__ = ["COLUMN", "TEXT", "OKABE_ITO", "rules_figure", "tie_size_figure", "save"]
 
 #: Printed widths in inches: one column of a two-column paper, and the full text width.
 COLUMN, TEXT = 3.3, 6.8
@@ -32,9 +35,12 @@ _SMALL, _LABEL, _TITLE = 7, 8, 9
 #: Below this width the rules figure stacks its panels.
 _SIDE_BY_SIDE = 5.0
 
-_SINGLE = ("input_order", "optimistic", "pessimistic", "item_id")
-_COLORS = {"input_order": "#d62728", "optimistic": "#ff9896", "pessimistic": "#9edae5",
-           "item_id": "#c7c7c7", "hash": "#1f77b4", "random": "#ff7f0e"}  # fmt: skip
+#: The Okabe-Ito palette (Okabe & Ito 2008), safe for the common colour-vision deficiencies.
+OKABE_ITO = ("#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00", "#CC79A7",
+             "#000000")  # fmt: skip
+_COLORS = {"input_order": "#D55E00", "optimistic": "#56B4E9", "pessimistic": "#F0E442",
+           "item_id": "#009E73", "docno_desc": "#CC79A7", "hash": "#0072B2",
+           "random": "#E69F00", "expected": "#000000"}  # fmt: skip
 
 
 def _color(rule: str) -> str:
@@ -69,17 +75,23 @@ def _legend_below(fig: plt.Figure, ax: plt.Axes) -> None:
 
 def rules_figure(
     metrics: pd.DataFrame, scorers: Sequence[str], rules: Sequence[str], headline: Sequence[str],
-    title: str = "", width: float = COLUMN,
+    title: str = "", width: float = COLUMN, seed_means: pd.DataFrame | None = None,
 ) -> plt.Figure:  # fmt: skip
     """One panel per headline measure; per scorer a bar for each single-ranking rule, the
-    hash_mean seed range (min to max) with its mean, and the exact expectation as a black line.
-    ``width`` is the printed width in inches; narrower than 5 in, the panels are stacked."""
-    bars = [r for r in rules if r not in ("expected", "hash_mean")]
+    hash seeds as a strip of points (one per seed's mean over rows, from ``seed_means``:
+    ``scorer, metric, seed, value``; without it the seed range min to max) with their mean, and
+    the exact expectation as a black diamond with its [pessimistic, optimistic] interval.
+    ``optimistic`` and ``pessimistic`` get bars only when ``expected`` is not drawn (its interval
+    shows them). ``width`` is the printed width in inches; narrower than 5 in, the panels are
+    stacked. Colours: the Okabe-Ito palette."""
+    bounds = ("optimistic", "pessimistic") if "expected" in rules else ()
+    bars = [r for r in rules if r not in ("expected", "hash_mean", *bounds)]
+    slots = len(bars) + ("hash_mean" in rules) + ("expected" in rules)
     ncols = len(headline) if width >= _SIDE_BY_SIDE else 1
     nrows = -(-len(headline) // ncols)
     fig, axes = plt.subplots(nrows, ncols, figsize=(width, 0.9 + 2.0 * nrows), squeeze=False,
                              sharex=True, layout="constrained")  # fmt: skip
-    bar_width = 0.8 / max(1, len(bars) + 1)
+    slot = 0.8 / max(1, slots)
     x = np.arange(len(scorers))
     for ax, h in zip(axes.flat, headline, strict=False):
         m = metrics[metrics["metric"] == h]
@@ -89,25 +101,44 @@ def rules_figure(
             return float(sel[col].iloc[0]) if len(sel) else np.nan
 
         for j, r in enumerate(bars):
-            ax.bar(x - 0.4 + (j + 0.5) * bar_width, [get(s, r) for s in scorers], bar_width,
-                   label=r, color=_color(r))  # fmt: skip
+            ax.bar(x - 0.4 + (j + 0.5) * slot, [get(s, r) for s in scorers], slot,
+                   label=r, color=_color(r), edgecolor="white", linewidth=0.3)  # fmt: skip
+        top = [float(np.nanmax(m["value"])) if len(m) else 0.0]
+        j = len(bars)
         if "hash_mean" in rules:
-            xm = x - 0.4 + (len(bars) + 0.5) * bar_width
+            xm = x - 0.4 + (j + 0.5) * slot
             mean = np.array([get(s, "hash_mean") for s in scorers])
-            # value (row mean of the seed mean) and min/max (over the seeds' row means) are
-            # summed in different orders: with every seed alike they differ in the last bits
-            lo = np.maximum(mean - np.array([get(s, "hash_mean", "min") for s in scorers]), 0)
-            hi = np.maximum(np.array([get(s, "hash_mean", "max") for s in scorers]) - mean, 0)
-            ax.errorbar(xm, mean, yerr=[lo, hi], fmt="o", color=_COLORS["hash"], ms=3,
-                        capsize=2, label="hash_mean (seed min-max)")  # fmt: skip
+            if seed_means is not None and len(seed_means):
+                for i, s in enumerate(scorers):
+                    v = seed_means[(seed_means["scorer"] == s) & (seed_means["metric"] == h)]
+                    v = np.sort(v["value"].to_numpy(dtype=float))
+                    # a deterministic strip: the seeds spread evenly across the slot
+                    dx = np.linspace(-0.3, 0.3, len(v)) * slot if len(v) > 1 else np.zeros(len(v))
+                    ax.scatter(xm[i] + dx, v, s=2.5, color=_COLORS["hash"], alpha=0.55,
+                               linewidths=0, label="hash seeds" if i == 0 else None)  # fmt: skip
+                    top.append(float(v.max()) if len(v) else 0.0)
+                ax.scatter(xm, mean, marker="_", s=40, color="black", linewidths=1.0,
+                           label="hash_mean", zorder=3)  # fmt: skip
+            else:
+                # value (row mean of the seed mean) and min/max (over the seeds' row means) are
+                # summed in different orders: with every seed alike they differ in the last bits
+                lo = np.maximum(mean - np.array([get(s, "hash_mean", "min") for s in scorers]), 0)
+                hi = np.maximum(np.array([get(s, "hash_mean", "max") for s in scorers]) - mean, 0)
+                ax.errorbar(xm, mean, yerr=[lo, hi], fmt="o", color=_COLORS["hash"], ms=3,
+                            capsize=2, label="hash_mean (seed min-max)")  # fmt: skip
+            j += 1
         if "expected" in rules:
-            for i, s in enumerate(scorers):
-                ax.hlines(get(s, "expected"), x[i] - 0.42, x[i] + 0.42, colors="black",
-                          linewidth=1.2, label="expected" if i == 0 else None)  # fmt: skip
+            xe = x - 0.4 + (j + 0.5) * slot
+            e = np.array([get(s, "expected") for s in scorers])
+            lo = np.maximum(e - np.array([get(s, "expected", "min") for s in scorers]), 0)
+            hi = np.maximum(np.array([get(s, "expected", "max") for s in scorers]) - e, 0)
+            ax.errorbar(xe, e, yerr=[lo, hi], fmt="D", color="black", ms=3, capsize=2,
+                        elinewidth=0.9, label="expected [pessimistic, optimistic]")  # fmt: skip
+            top += [float(v) for v in e + hi if np.isfinite(v)]
         ax.set_xticks(x, [_wrap(s) for s in scorers])
         ax.tick_params(labelsize=_SMALL)
         ax.set_ylabel(h, fontsize=_LABEL)
-        ax.set_ylim(0, max(0.05, float(np.nanmax(m["value"])) * 1.1))
+        ax.set_ylim(0, max([0.05] + [1.1 * v for v in top if np.isfinite(v)]))
         ax.grid(axis="y", alpha=0.3)
     for ax in axes.flat[len(headline):]:
         ax.set_visible(False)
@@ -134,7 +165,8 @@ def tie_size_figure(
         np.add.at(counts, np.minimum(t, max_t + 1), c)
         share = counts / max(1.0, counts.sum())
         xs = np.arange(1, max_t + 2)
-        ax.bar(xs - 0.4 + (j + 0.5) * bar_width, share[1:], bar_width, label=s)
+        ax.bar(xs - 0.4 + (j + 0.5) * bar_width, share[1:], bar_width, label=s,
+               color=OKABE_ITO[j % len(OKABE_ITO)])
     step = 5 if max_t <= 40 else 10
     ticks = [1] + list(range(step, max_t - 1, step)) + [max_t + 1]  # none crowding ">max_t"
     ax.set_xticks(ticks, [str(v) for v in ticks[:-1]] + [f">{max_t}"])
@@ -152,6 +184,9 @@ def save(fig: plt.Figure, paths: Sequence[str | Path]) -> None:
     """Save to each path (format from the extension), deterministically, and close the figure."""
     for p in paths:
         Path(p).parent.mkdir(parents=True, exist_ok=True)
-        meta = {"CreationDate": None} if str(p).endswith(".pdf") else {"Software": None}
-        fig.savefig(p, dpi=150, metadata=meta)
+        suffix = Path(p).suffix
+        meta = {".pdf": {"CreationDate": None}, ".svg": {"Date": None}}.get(
+            suffix, {"Software": None})
+        with matplotlib.rc_context({"svg.hashsalt": "tieaudit", "svg.fonttype": "none"}):
+            fig.savefig(p, dpi=150, metadata=meta)
     plt.close(fig)

@@ -2,6 +2,7 @@
 # (snakemake --directory DIR runs the whole workflow inside DIR).
 import importlib.util
 import re
+from argparse import Namespace
 from pathlib import Path
 from urllib.parse import urlparse
 from urllib.request import url2pathname
@@ -408,14 +409,82 @@ def paper_outputs():
     out = expand("results/paper/{table}.{ext}", table=tables, ext=("csv", "md", "tex"))
     out += ["results/paper/compare.md", "results/paper/checklist.md"]
     out += ["results/paper/evaluators.csv", "results/paper/evaluators.md"]
-    kinds = ("rules", "tie_sizes") + (("full_rules",) if FULL else ())
+    # rules: one column wide (3.3 in); rules_wide: both columns (6.8 in)
+    kinds = ("rules", "rules_wide", "tie_sizes") + (("full_rules",) if FULL else ())
     out += expand(
         "results/paper/figures/{dataset}_{kind}.{ext}",
         dataset=DATASETS,
         kind=kinds,
-        ext=("png", "pdf"),
+        ext=FIGURE_FORMATS,
     )
+    out += page_tables() + [PAGE]
     return out
+
+
+# The results page (rule results_page), and the paper tables and flips it shows.
+PAGE = "results/paper/index.html"
+FIGURE_FORMATS = ("png", "pdf", "svg")
+
+
+def paper_rule_table_files():
+    """The paper tables (scorers x tie rules) of every dataset and setting."""
+    return expand(
+        "results/paper/paper_{key}.{ext}",
+        key=[f"{d}_{s}" for s in SETTINGS for d in DATASETS],
+        ext=("csv", "md", "tex"),
+    )
+
+
+def page_tables():
+    """The paper tables of every dataset and setting, and the ranking flips."""
+    return paper_rule_table_files() + expand(
+        "results/paper/ranking_flips.{ext}", ext=("csv", "md")
+    )
+
+
+def setting_results(name):
+    """Input function: {name} of every scorer of the job's dataset and setting."""
+
+    def files(wildcards):
+        return result_files(name, setting_keys(wildcards))
+
+    return files
+
+
+def setting_keys(wildcards):
+    return result_keys([wildcards.dataset], [wildcards.setting])
+
+
+def setting_chunks(wildcards):
+    """The hash_mean ranks of every scorer of a sampled setting (the evaluate step's too)."""
+    return [
+        f
+        for _, _, c in setting_keys(wildcards)
+        for f in hash_seed_chunks(
+            Namespace(dataset=wildcards.dataset, setting=wildcards.setting, scorer=c)
+        )
+    ]
+
+
+def page_inputs():
+    """Everything the results page shows: this run's paper outputs but the page itself."""
+    return [f for f in paper_outputs() if f != PAGE]
+
+
+def generated_raw_files():
+    """The raw files of generated datasets (the page lists their size and sha256)."""
+    return [
+        f
+        for d in DATASETS
+        if "synthetic" in dataset_cfg(d)
+        for f in raw_files(Namespace(dataset=d)).values()
+    ]
+
+
+def lock_file():
+    """The download lock file, when there is one (its entries give size and sha256)."""
+    path = Path("data/downloads.lock.yaml")
+    return [str(path)] if path.is_file() else []
 
 
 def all_outputs():
