@@ -1,7 +1,7 @@
 """tieaudit.audit: within-row permutations, the invariance verdicts, diagnostics and checklist.
 
-The references here rank candidates with Python's ``sorted`` on the rules' definitions and count
-ties by hand; they share no code with the library.
+The references rank candidates with the shared oracle (tests/oracle.py: Python's ``sorted`` on
+the rules' definitions) and count ties by hand; they share no code with the library.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
 
+from tests.oracle import lines_by_row, rank, tie_key, value_at
 from tieaudit import CandidateTable, Measure, evaluate
 from tieaudit.audit import (
     DIAGNOSTIC_COLUMNS,
@@ -111,40 +112,26 @@ def rows_of(lines) -> dict[str, list[tuple]]:
 # --------------------------------------------------------------------------- references
 
 
-def ref_rank(lines: list[tuple], tiebreak) -> dict[str, int]:
-    """Rank of each row's positive: sort by score descending, ties by ``tiebreak(index)``."""
-    out = {}
-    for rid, rl in rows_of([(*line, k) for k, line in enumerate(lines)]).items():
-        ranked = sorted(rl, key=lambda x: (-x[4], tiebreak(x[5])))
-        out[rid] = 1 + next(j for j, x in enumerate(ranked) if x[3] == 1)
-    return out
-
-
-def ref_ranks(lines: list[tuple], rule: str) -> dict[str, int]:
-    if rule == "input_order":  # stored order among equal scores
-        return ref_rank(lines, lambda k: k)
-    if rule.startswith("random:"):  # shuffle the stored lines with the seed, then a stable sort
-        perm = np.random.default_rng(int(rule.split(":")[1])).permutation(len(lines))
-        where = {int(src): j for j, src in enumerate(perm)}
-        return ref_rank(lines, lambda k: where[k])
-    raise AssertionError(rule)
+def ref_ranks(table: CandidateTable, rule: str) -> dict[str, int]:
+    """Rank of each row's positive under ``rule``, by the oracle's sort."""
+    f = table.to_frame()
+    key = tie_key(rule, n_lines=len(f))
+    return {rid: rank(lines, key) for rid, lines in lines_by_row(f).items()}
 
 
 def gain(m: str, r: int) -> float:
     name, k = m.split("@")
-    if r > int(k):
-        return 0.0
-    return {"HR": 1.0, "nDCG": 1 / math.log2(r + 1), "MRR": 1 / r}[name]
+    return value_at(Measure(name, int(k)), r)
 
 
 def ref_invariance(df: pd.DataFrame, rule: str, measures, n_perm: int, seed: int = 0):
     """(share of rows moved, {measure: max |change of the mean|}) by brute force."""
     table = CandidateTable.from_frame(df)
-    base = ref_ranks(as_lines(table), rule)
+    base = ref_ranks(table, rule)
     moved: set[str] = set()
     change = dict.fromkeys(measures, 0.0)
     for how in permutation_names(n_perm):
-        ranks = ref_ranks(as_lines(permute_within_rows(table, how, seed)), rule)
+        ranks = ref_ranks(permute_within_rows(table, how, seed), rule)
         moved |= {r for r in base if ranks[r] != base[r]}
         for m in measures:
             a = np.mean([gain(m, base[r]) for r in base])
@@ -345,8 +332,8 @@ def test_positive_already_last_does_not_move_under_positive_last_alone():
     lines = [("a", "u", "n", 0, 1.0), ("a", "u", "p", 1, 1.0),  # positive last: moves only
              ("b", "u", "p", 1, 1.0), ("b", "u", "n", 0, 1.0)]  # when reversed  # fmt: skip
     table = CandidateTable.from_frame(frame(lines))
-    base = ref_ranks(as_lines(table), "input_order")
-    pl = ref_ranks(as_lines(permute_within_rows(table, "positive_last")), "input_order")
+    base = ref_ranks(table, "input_order")
+    pl = ref_ranks(permute_within_rows(table, "positive_last"), "input_order")
     assert {r for r in base if pl[r] != base[r]} == {"b"}
     inv = invariance(table, ["HR@1"], ["input_order"], n_permutations=0)
     assert inv["share_rows_moved"].iloc[0] == 1.0  # a moves under reversed, b under both

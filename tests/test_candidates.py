@@ -16,17 +16,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.test_multi import (
-    KEYS,
-    MEASURES,
+from tests.oracle import (
     brute_expected,
-    hash_keyfn,
-    multi_frames,
+    lines_by_row,
+    ranks_by_row,
     relevant_ranks,
-    rows_of,
-    sorted_ranks_by_row,
     totals_of,
 )
+from tests.test_evaluate_multi_relevant import MEASURES, RULES, multi_frames
 from tieaudit import evaluate
 from tieaudit.candidates import CandidateError, CandidateTable, read_candidates
 from tieaudit.testing import candidate_frames, permute_lines, permute_within_rows
@@ -527,15 +524,15 @@ def test_infinite_scores_rank_like_brute_force_under_every_rule(
     (Python's ``sorted`` on explicit keys, every order of every tie group for ``expected``) and
     gives what the same table with finite levels gives."""
     inf_frame = frame.assign(score=frame["score"].map(INF_LEVELS))
-    rows, totals = rows_of(inf_frame), totals_of(inf_frame)
-    keys = dict(KEYS, **{f"hash:{seed}": hash_keyfn(seed)})
+    rows, totals = lines_by_row(inf_frame), totals_of(inf_frame)
+    keys = [*RULES, f"hash:{seed}"]
     ev = evaluate(inf_frame, MEASURES, [*keys, "expected"], rank_cap=None)
-    for rule, key in keys.items():
-        assert sorted_ranks_by_row(ev, rule) == {
-            rid: [relevant_ranks(lines, key)] for rid, lines in rows.items()
+    for rule in keys:
+        assert ranks_by_row(ev, rule) == {
+            rid: [relevant_ranks(lines, rule)] for rid, lines in rows.items()
         }, rule
     for j, rid in enumerate(ev.table.row_ids.tolist()):
-        want = brute_expected(rows[rid], totals[rid])
+        want = brute_expected(rows[rid], MEASURES, totals[rid])
         for m in MEASURES:
             assert ev["expected"].values[m][j] == pytest.approx(want[m][0], abs=1e-12), (rid, m)
     every = [*keys, "expected", "hash_mean", f"random:{seed}"]

@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from tests.test_full_catalog import CONFIG as FULL_CATALOG_CONFIG
+from tests.test_workflow_full_catalog import CONFIG as FULL_CATALOG_CONFIG
 
 ROOT = Path(__file__).resolve().parents[1]
 # the generated dataset of the full-catalog test, smaller: 60 items

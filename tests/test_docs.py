@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tieaudit.cli import main
 from tieaudit.rules import help_text, markdown_table, rule_kinds
@@ -45,3 +46,88 @@ def test_cli_help_lists_the_registry(command: str, capsys: pytest.CaptureFixture
     with pytest.raises(SystemExit):
         main([command, "--help"])
     assert help_text() in capsys.readouterr().out
+
+
+# ----------------------------------------------------------------------------- docs/extending.md
+
+EXTENDING = ROOT / "docs" / "extending.md"
+
+
+def extending_section(heading: str) -> str:
+    """The text of one ``## `` section of docs/extending.md."""
+    text = EXTENDING.read_text(encoding="utf-8")
+    start = text.index(f"\n{heading}\n")
+    end = text.find("\n## ", start + 1)
+    return text[start:] if end < 0 else text[start:end]
+
+
+def marked_blocks(section: str) -> list[tuple[str, str, str, str]]:
+    """``(mark, argument, language, code)`` of every fenced block preceded by a marker comment:
+    ``<!-- excerpt: PATH -->`` (the code is verbatim in PATH), ``<!-- test: run -->`` (run it),
+    ``<!-- test: file NAME -->`` (write it to NAME) or ``<!-- test: config -->``."""
+    pattern = r"<!-- (excerpt|test): ?(\S*)(?: (\S+))? -->\n```(\w+)\n(.*?)\n```"
+    out = []
+    for m in re.finditer(pattern, section, re.S):
+        mark = m.group(2) if m.group(1) == "test" else "excerpt"
+        arg = m.group(3) if m.group(1) == "test" else m.group(2)
+        out.append((mark, arg or "", m.group(4), m.group(5)))
+    return out
+
+
+def run_block(code: str, namespace: dict | None = None) -> None:
+    exec(compile(code, str(EXTENDING), "exec"), {} if namespace is None else namespace)
+
+
+def listed_files(section: str) -> list[str]:
+    """The repository files a section's tables list (first column, a path with a ``/`` or a
+    ``.md`` name; ``<name>`` placeholders left out)."""
+    listed = re.findall(r"^\| `([^`]+)` \|", section, re.M)
+    return [f for f in listed if ("/" in f or f.endswith(".md")) and "<" not in f]
+
+
+def test_the_tie_rule_example_is_the_module_and_passes_the_battery(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib
+
+    base = importlib.import_module("tieaudit.rules.base")
+    blocks = marked_blocks(extending_section("## Tie rules"))
+    assert [(mark, lang) for mark, _, lang, _ in blocks] == [("excerpt", "python"), ("run", "python")]
+    (_, path, _, module), (_, _, _, usage) = blocks
+    assert path == "src/tieaudit/rules/reversed_input.py"
+    assert module in (ROOT / path).read_text(encoding="utf-8"), "the excerpt is not the module's"
+    # the doc's module registers itself (the built-in taken out of the registry meanwhile) ...
+    shipped = base.get_kind("reversed_input")
+    registry = {k: v for k, v in base._REGISTRY.items() if k != "reversed_input"}
+    monkeypatch.setattr(base, "_REGISTRY", registry)
+    namespace = {"__name__": "tieaudit.rules.doc_example", "__package__": "tieaudit.rules"}
+    run_block(module, namespace)
+    doc_kind = base.get_kind("reversed_input")
+    assert doc_kind is namespace["REVERSED_INPUT"] and doc_kind is not shipped
+    # ... and the usage block checks and evaluates it
+    monkeypatch.chdir(tmp_path)
+    run_block(usage)
+
+
+def test_the_scorer_example_passes_the_battery_from_its_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tieaudit.scorers import check_scorer_spec, get_scorer
+
+    blocks = marked_blocks(extending_section("## Scorers"))
+    marks = [(mark, arg, lang) for mark, arg, lang, _ in blocks]
+    assert marks == [("file", "my_scorers.py", "python"), ("run", "", "python"),
+                     ("config", "", "yaml")], marks  # fmt: skip
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "my_scorers.py").write_text(blocks[0][3] + "\n", encoding="utf-8")
+    run_block(blocks[1][3])  # raises if a conformance check fails
+    for name, entry in yaml.safe_load(blocks[2][3])["scorers"].items():
+        check_scorer_spec(entry["scorer"], entry["options"])
+        scorer = get_scorer(entry["scorer"], **entry["options"])
+        assert type(scorer).__name__ == "AttributeCount", name
+
+
+@pytest.mark.parametrize("heading", ["## Tie rules", "## Scorers"])
+def test_the_files_the_examples_list_exist(heading: str) -> None:
+    files = listed_files(extending_section(heading))
+    assert files and all((ROOT / f).is_file() for f in files), files

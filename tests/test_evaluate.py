@@ -1,17 +1,13 @@
 """tieaudit.evaluate: every rule by hand, by brute force, and as a row-order invariance property.
 
-The brute-force references here rank candidates with Python's ``sorted`` on explicit keys and
-compute measures from their formulas; they share no code with the library except ``hash_key``
-(the documented pure-Python reference, itself pinned in test_hashing).
+The brute-force references are the shared oracle (tests/oracle.py): Python's ``sorted`` on
+explicit keys, measures from their formulas, the expectation over every order of every tie group.
 """
 
 from __future__ import annotations
 
 import importlib
-import itertools
 import math
-from collections import defaultdict
-from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -19,6 +15,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.oracle import (
+    brute_expected,
+    lines_by_row,
+    rank,
+    ranks_by_row,
+    value_at,
+    values_by_row,
+)
 from tieaudit import (
     SUMMARY_COLUMNS,
     CandidateTable,
@@ -44,56 +48,9 @@ INVARIANT = ["optimistic", "pessimistic", "expected", "hash:0", "hash:12345", "h
 # ----------------------------------------------------------------------------- references
 
 
-class Line(NamedTuple):
-    idx: int  # stored position in the whole table
-    row: str
-    user: str
-    item: str
-    label: int
-    score: float
-
-
-def lines_by_row(frame: pd.DataFrame) -> dict[str, list[Line]]:
-    out: dict[str, list[Line]] = defaultdict(list)
-    for idx, (r, u, i, lab, s) in enumerate(
-        frame[["row", "user_id", "item_id", "label", "score"]].itertuples(index=False)
-    ):
-        out[str(r)].append(Line(idx, str(r), str(u), str(i), int(lab), float(s)))
-    return dict(out)
-
-
-def rank_by(lines: list[Line], tiebreak) -> int:
-    """1-based rank of the positive after sorting by score descending, then ``tiebreak``."""
-    ranking = sorted(lines, key=lambda ln: (-ln.score, tiebreak(ln)))
-    return 1 + next(j for j, ln in enumerate(ranking) if ln.label == 1)
-
-
-def value(m: Measure, r: int) -> float:
-    if r > m.k:
-        return 0.0
-    return {"HR": 1.0, "nDCG": 1.0 / math.log2(r + 1), "MRR": 1.0 / r}[m.name]
-
-
-def brute_expected(lines: list[Line], m: Measure) -> tuple[float, float]:
-    """Mean and variance of ``m`` over every ordering of every tie group of the row."""
-    groups: dict[float, list[Line]] = defaultdict(list)
-    for ln in lines:
-        groups[ln.score].append(ln)
-    vals = []
-    for combo in itertools.product(*(itertools.permutations(g) for g in groups.values())):
-        place = {ln.idx: j for perm in combo for j, ln in enumerate(perm)}
-        vals.append(value(m, rank_by(lines, lambda ln, place=place: place[ln.idx])))
-    mean = sum(vals) / len(vals)
-    return mean, sum((v - mean) ** 2 for v in vals) / len(vals)
-
-
-def by_row(ev, rule: str, m: Measure) -> dict[str, float]:
-    return dict(zip(ev.table.row_ids.tolist(), ev[rule].values[m].tolist(), strict=True))
-
-
-def ranks_by_row(ev, rule: str) -> dict[str, tuple[int, ...]]:
-    ranks = ev[rule].ranks
-    return {rid: tuple(ranks[:, j].tolist()) for j, rid in enumerate(ev.table.row_ids.tolist())}
+def ranks_of(ev, rule: str) -> dict[str, tuple[int, ...]]:
+    """Per row, the relevant item's rank in each draw (one relevant item a row)."""
+    return {rid: tuple(r for (r,) in draws) for rid, draws in ranks_by_row(ev, rule).items()}
 
 
 def frame_of(lines: list[tuple]) -> pd.DataFrame:
@@ -303,7 +260,7 @@ def test_nothing_ties_all_rules_agree() -> None:
     e = evaluate(frame, [HR1, HR3, NDCG10, MRR10], rules, n_seeds=5)
     rows = lines_by_row(frame)
     for m in e.measures:
-        want = [value(m, rank_by(rows[r], lambda ln: 0)) for r in e.table.row_ids]
+        want = [value_at(m, rank(rows[r], lambda ln: 0)) for r in e.table.row_ids]
         for rule in rules:
             np.testing.assert_allclose(e[rule].values[m], want, rtol=0, atol=1e-15)
         # Exactly 0 in theory; E[m^2] - E[m]^2 leaves rounding noise of order 1e-16.
@@ -395,7 +352,7 @@ def test_expected_moments_against_direct_sum(g, t_extra, name, k) -> None:
     t = [1 + x for x in t_extra[: len(g)]]
     mean, var = expected_moments(np.array(g), np.array(t), m)
     for j, (gj, tj) in enumerate(zip(g, t, strict=True)):
-        vals = [value(m, r) for r in range(gj + 1, gj + tj + 1)]
+        vals = [value_at(m, r) for r in range(gj + 1, gj + tj + 1)]
         mu = sum(vals) / tj
         assert mean[j] == pytest.approx(mu, abs=1e-12)
         assert var[j] == pytest.approx(sum((v - mu) ** 2 for v in vals) / tj, abs=1e-12)
@@ -411,13 +368,13 @@ def test_expected_equals_average_over_every_permutation(frame: pd.DataFrame) -> 
     rows = lines_by_row(frame)
     s = e.summary().set_index("metric")
     for m in SMALL:
-        got_mean = by_row(e, "expected", m)
+        got_mean = values_by_row(e, "expected", m)
         got_var = dict(
             zip(e.table.row_ids.tolist(), e["expected"].variances[m].tolist(), strict=True)
         )
         total_var = 0.0
         for rid, lines in rows.items():
-            mean, var = brute_expected(lines, m)
+            mean, var = brute_expected(lines, [m])[m]
             assert got_mean[rid] == pytest.approx(mean, abs=1e-12), (rid, m)
             assert got_var[rid] == pytest.approx(var, abs=1e-12), (rid, m)
             total_var += var
@@ -432,25 +389,18 @@ def test_expected_equals_average_over_every_permutation(frame: pd.DataFrame) -> 
 def test_deterministic_rules_equal_brute_force_sorts(frame: pd.DataFrame, seed: int) -> None:
     rows = lines_by_row(frame)
     rules = ["input_order", "optimistic", "pessimistic", "item_id", f"hash:{seed}"]
-    keys = {  # the documented order inside a tie group, as a sort key per rule
-        "input_order": lambda ln: ln.idx,
-        "optimistic": lambda ln: -ln.label,
-        "pessimistic": lambda ln: ln.label,
-        "item_id": lambda ln: ln.item,
-        f"hash:{seed}": lambda ln: (hash_key(seed, ln.user, ln.item), ln.item),
-    }
     exact = evaluate(frame, SMALL, rules, rank_cap=None)
     capped = evaluate(frame, SMALL, rules)
     cap = capped.rank_cap
     assert cap == 11
     for rule in rules:
-        want = {rid: rank_by(lines, keys[rule]) for rid, lines in rows.items()}
-        assert ranks_by_row(exact, rule) == {rid: (r,) for rid, r in want.items()}, rule
-        assert ranks_by_row(capped, rule) == {rid: (min(r, cap),) for rid, r in want.items()}
+        want = {rid: rank(lines, rule) for rid, lines in rows.items()}  # the documented key
+        assert ranks_of(exact, rule) == {rid: (r,) for rid, r in want.items()}, rule
+        assert ranks_of(capped, rule) == {rid: (min(r, cap),) for rid, r in want.items()}
         for m in SMALL:
-            vals = {rid: value(m, r) for rid, r in want.items()}
-            assert by_row(exact, rule, m) == pytest.approx(vals, abs=1e-15)
-            assert by_row(capped, rule, m) == pytest.approx(vals, abs=1e-15)
+            vals = {rid: value_at(m, r) for rid, r in want.items()}
+            assert values_by_row(exact, rule, m) == pytest.approx(vals, abs=1e-15)
+            assert values_by_row(capped, rule, m) == pytest.approx(vals, abs=1e-15)
 
 
 @settings(max_examples=40, deadline=None)
@@ -479,12 +429,12 @@ def test_bounds_and_positive_position(frame: pd.DataFrame) -> None:
             assert np.all(lo - 1e-12 <= e[r].values[m]) and np.all(e[r].values[m] <= hi + 1e-12)
     first = evaluate(move_positive(frame, first=True), SMALL, rules, rank_cap=None)
     last = evaluate(move_positive(frame, first=False), SMALL, rules, rank_cap=None)
-    assert ranks_by_row(first, "input_order") == ranks_by_row(first, "optimistic")
-    assert ranks_by_row(last, "input_order") == ranks_by_row(last, "pessimistic")
-    assert ranks_by_row(first, "optimistic") == ranks_by_row(e, "optimistic")
+    assert ranks_of(first, "input_order") == ranks_of(first, "optimistic")
+    assert ranks_of(last, "input_order") == ranks_of(last, "pessimistic")
+    assert ranks_of(first, "optimistic") == ranks_of(e, "optimistic")
     for m in SMALL:
-        assert by_row(first, "input_order", m) == by_row(e, "optimistic", m)
-        assert by_row(last, "input_order", m) == by_row(e, "pessimistic", m)
+        assert values_by_row(first, "input_order", m) == values_by_row(e, "optimistic", m)
+        assert values_by_row(last, "input_order", m) == values_by_row(e, "pessimistic", m)
 
 
 @settings(max_examples=40, deadline=None)
@@ -572,9 +522,9 @@ def test_invariant_rules_ignore_row_order(frame, perm_seed: int, within_rows: bo
     b = evaluate(other, SMALL, INVARIANT, n_seeds=6, rank_cap=None)
     for rule in INVARIANT:
         for m in SMALL:
-            assert by_row(a, rule, m) == by_row(b, rule, m), (rule, m)
+            assert values_by_row(a, rule, m) == values_by_row(b, rule, m), (rule, m)
         if rule != "expected":
-            assert ranks_by_row(a, rule) == ranks_by_row(b, rule), rule
+            assert ranks_of(a, rule) == ranks_of(b, rule), rule
     for m in SMALL:
         va = dict(zip(a.table.row_ids.tolist(), a["expected"].variances[m].tolist(), strict=True))
         vb = dict(zip(b.table.row_ids.tolist(), b["expected"].variances[m].tolist(), strict=True))

@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.oracle import COLS, lines_by_row, ranks_by_row, relevant_ranks, summarise
 from tieaudit import evaluate
 from tieaudit.audit import invariance
 from tieaudit.cli import main
@@ -20,7 +21,6 @@ from tieaudit.fullcatalog import full_catalog_candidates
 from tieaudit.scorers import get_scorer
 from tieaudit.testing import candidate_frames
 
-COLS = ["row", "user_id", "item_id", "label", "score"]
 MEASURES = ["HR@1", "HR@3", "nDCG@3", "MRR@5", "Recall@2"]
 
 
@@ -34,11 +34,9 @@ def argsort_ranks(frame: pd.DataFrame) -> dict[str, list[int]]:
     return out
 
 
-def ranks_by_row(ev, rule: str = "reversed_input") -> dict[str, list[int]]:
-    out: dict[str, list[int]] = {str(r): [] for r in ev.table.row_ids}
-    for item, row in enumerate(ev.structure.rel_row):
-        out[str(ev.table.row_ids[row])].append(int(ev[rule].ranks[0, item]))
-    return {k: sorted(v) for k, v in out.items()}
+def ranks_of(ev) -> dict[str, list[int]]:
+    """Each row's relevant ranks (sorted) under reversed_input, as the evaluator gives them."""
+    return {rid: list(draws[0]) for rid, draws in ranks_by_row(ev, "reversed_input").items()}
 
 
 def test_hand_example_loses_every_tie_when_stored_first() -> None:
@@ -62,28 +60,20 @@ def test_ranks_equal_numpy_argsort_reversed(frame: pd.DataFrame, data: st.DataOb
         extra = data.draw(st.lists(st.integers(0, len(frame) - 1), max_size=3))
         frame = frame.assign(label=frame["label"].where(~frame.index.isin(extra), 1))
     want = argsort_ranks(frame)
+    # the shared oracle's key for the rule (minus the stored position) is that order too
+    rows = lines_by_row(frame)
+    assert {rid: list(relevant_ranks(lines, "reversed_input")) for rid, lines in rows.items()} == want
     exact = evaluate(frame, MEASURES, ["reversed_input"], rank_cap=None)
-    assert ranks_by_row(exact) == want
+    assert ranks_of(exact) == want
     capped = evaluate(frame, MEASURES, ["reversed_input"])
     cap = capped.rank_cap
-    assert ranks_by_row(capped) == {k: [min(r, cap) for r in v] for k, v in want.items()}
+    assert ranks_of(capped) == {k: [min(r, cap) for r in v] for k, v in want.items()}
 
 
 def summary_of(frame: pd.DataFrame) -> pd.DataFrame:
     """One line a row: the relevant item, its counts and before:input_order (its place among
     its tie group in stored order), from a table with one relevant line a row."""
-    out = []
-    for _, part in frame.groupby("row", sort=False):
-        rel = part[part["label"] == 1].iloc[0]
-        group = part[part["score"] == rel["score"]]
-        out.append({
-            **rel.to_dict(),
-            "n_higher": int((part["score"] > rel["score"]).sum()),
-            "n_tied": len(group) - 1,
-            "n_lower": int((part["score"] < rel["score"]).sum()),
-            "before:input_order": int(np.flatnonzero(group["label"].to_numpy())[0]),
-        })  # fmt: skip
-    return pd.DataFrame(out)
+    return summarise(frame, rules=["input_order"], modal=False)
 
 
 @settings(max_examples=60, deadline=None)
@@ -92,7 +82,7 @@ def test_summary_table_derives_the_count_from_input_order(frame: pd.DataFrame) -
     summary = summary_of(frame)
     assert not any(c == "before:reversed_input" for c in summary.columns)  # nothing recorded
     ev = evaluate(summary, MEASURES, ["reversed_input"], rank_cap=None)
-    assert ranks_by_row(ev) == argsort_ranks(frame)
+    assert ranks_of(ev) == argsort_ranks(frame)
     # before = n_tied - before:input_order
     np.testing.assert_array_equal(
         ev["reversed_input"].ranks[0],
@@ -138,7 +128,7 @@ def test_full_catalogue_equals_argsort_of_the_materialised_rows(position: str) -
         at = tied[place] if place < len(tied) else len(row)
         row.insert(at, (f"u{u}", u, held_item, 1, s[-1]))
         lines += row
-    assert ranks_by_row(ev) == argsort_ranks(pd.DataFrame(lines, columns=COLS))
+    assert ranks_of(ev) == argsort_ranks(pd.DataFrame(lines, columns=COLS))
 
 
 def test_not_invariant_by_design_and_the_audit_agrees() -> None:

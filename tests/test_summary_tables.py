@@ -1,13 +1,12 @@
 """Summary tables: one line per row, the relevant item's tie group as counts.
 
 A summary table (:mod:`tieaudit.candidates`, "Summary tables") must evaluate and audit exactly as
-the stored table it summarises. The references here derive the summary of a stored *member*
-table by brute force: each row's tie group is sorted under each ordered rule with Python's
-``sorted`` on the rule's key (stored position, item id ascending or descending, ``hash_key``)
-and the relevant item's place is read off; whole rows are ranked the same way for the ranks.
-They share no code with the library except ``hash_key`` (the documented pure-Python reference,
-pinned in test_hashing) and, for ``random:SEED``, a pure-Python transcription of the per-place
-key documented in :func:`tieaudit.rules.random.summary_random_before`.
+the stored table it summarises. The references derive the summary of a stored *member*
+table by brute force with the shared oracle (tests/oracle.py): each row's tie group is sorted
+under each ordered rule with Python's ``sorted`` on the rule's key (stored position, item id
+ascending or descending, ``hash_key``) and the relevant item's place is read off; whole rows are
+ranked the same way for the ranks. For ``random:SEED`` a pure-Python transcription of the
+per-place key documented in :func:`tieaudit.rules.random.summary_random_before` is used.
 """
 
 from __future__ import annotations
@@ -15,8 +14,6 @@ from __future__ import annotations
 import hashlib
 import math
 import re
-from collections import Counter
-from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -24,6 +21,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests import oracle
 from tieaudit import CandidateTable, evaluate, hash_key, read_candidates
 from tieaudit.audit import (
     audit,
@@ -53,45 +51,6 @@ AUDIT_RULES = [*ALL_BUT_RANDOM, "random:0"]
 # ----------------------------------------------------------------------------- references
 
 
-class Line(NamedTuple):
-    idx: int  # stored position in the whole table
-    user: str
-    item: str
-    label: int
-    score: float
-    higher: int  # unstored candidates above (the n_higher column, else 0)
-    lower: int
-
-
-def lines_by_row(frame: pd.DataFrame) -> dict[str, list[Line]]:
-    """Each row's lines in stored order, rows in order of first appearance."""
-    out: dict[str, list[Line]] = {}
-    higher = frame["n_higher"] if "n_higher" in frame.columns else [0] * len(frame)
-    lower = frame["n_lower"] if "n_lower" in frame.columns else [0] * len(frame)
-    recs = zip(*(frame[c] for c in COLS), higher, lower, strict=True)
-    for idx, (r, u, i, lab, s, h, lo) in enumerate(recs):
-        out.setdefault(str(r), []).append(Line(idx, str(u), str(i), int(lab), float(s), h, lo))
-    return out
-
-
-def rule_order(lines: list[Line], rule: str) -> list[Line]:
-    """``lines`` in the order ``rule`` gives to equal scores (the whole list treated as tied)."""
-    kind, _, seed = rule.partition(":")
-    if kind == "input_order":
-        return sorted(lines, key=lambda ln: ln.idx)
-    if kind == "item_id":  # Python compares strings by code point
-        return sorted(lines, key=lambda ln: ln.item)
-    if kind == "docno_desc":
-        return sorted(lines, key=lambda ln: ln.item, reverse=True)
-    if kind == "hash":
-        return sorted(lines, key=lambda ln: (hash_key(int(seed), ln.user, ln.item), ln.item))
-    if kind == "optimistic":
-        return sorted(lines, key=lambda ln: -ln.label)
-    if kind == "pessimistic":
-        return sorted(lines, key=lambda ln: ln.label)
-    raise AssertionError(rule)
-
-
 def summarise(
     frame: pd.DataFrame,
     seeds: int = SEEDS,
@@ -99,32 +58,14 @@ def summarise(
     modal: bool = True,
 ) -> pd.DataFrame:
     """The summary table of a stored table with one relevant line per row, by brute force."""
-    out = []
-    for rid, lines in lines_by_row(frame).items():
-        (rel,) = [ln for ln in lines if ln.label == 1]
-        group = [ln for ln in lines if ln.score == rel.score]
-        rec = {
-            "row": rid, "user_id": rel.user, "item_id": rel.item, "label": 1, "score": rel.score,
-            "n_higher": sum(ln.score > rel.score for ln in lines) + rel.higher,
-            "n_tied": len(group) - 1,
-            "n_lower": sum(ln.score < rel.score for ln in lines) + rel.lower,
-        }  # fmt: skip
-        if modal:
-            rec["n_modal"] = max(Counter(ln.score for ln in lines).values())
-        for rule in [*rules, *(f"hash:{s}" for s in range(seeds))]:
-            rec[f"before:{rule}"] = rule_order(group, rule).index(rel)
-        out.append(rec)
-    return pd.DataFrame(out)
+    return oracle.summarise(frame, range(seeds), rules, modal)
 
 
 def brute_ranks(frame: pd.DataFrame, rule: str) -> list[int]:
-    """The relevant item's rank in each row: the whole row sorted by the rule's key, then
-    stably by score descending (so the rule orders equal scores)."""
-    ranks = []
-    for lines in lines_by_row(frame).values():
-        ranked = sorted(rule_order(lines, rule), key=lambda ln: -ln.score)
-        ranks.append(ranked.index(next(ln for ln in lines if ln.label)) + 1 + lines[0].higher)
-    return ranks
+    """The relevant item's rank in each row: the row sorted by score descending, then by the
+    rule's key; unstored candidates above (``n_higher``) come first."""
+    rows = oracle.lines_by_row(frame).values()
+    return [oracle.rank(lines, rule) + lines[0].higher for lines in rows]
 
 
 def members(with_counts: bool = False) -> pd.DataFrame:

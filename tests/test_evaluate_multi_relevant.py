@@ -1,18 +1,14 @@
 """Several relevant items per row: every rule and measure by hand, by brute force, as properties.
 
-The references here rank a row with Python's ``sorted`` on explicit keys, enumerate every order
-of every tie group with ``itertools.permutations`` for the expectation, and compute the measures
-from their textbook formulas. They share no code with the library except ``hash_key`` (the
-documented pure-Python reference, pinned in test_hashing).
+The references are the shared oracle (tests/oracle.py): a row ranked with Python's ``sorted`` on
+each rule's documented key, every order of every tie group enumerated for the expectation, the
+measures from their textbook formulas.
 """
 
 from __future__ import annotations
 
 import importlib
-import itertools
 import math
-from collections import defaultdict
-from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -20,6 +16,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.oracle import (
+    COLS,
+    brute_expected,
+    lines_by_row,
+    ranks_by_row,
+    relevant_ranks,
+    totals_of,
+    values_by_row,
+    values_of,
+)
 from tieaudit import CandidateTable, Measure, evaluate, hash_key, tie_structure
 from tieaudit.audit import audit, diagnostics, invariance
 from tieaudit.candidates import CandidateError
@@ -36,107 +42,6 @@ MEASURES = [parse_measure(x) for x in (
 RULES = ["input_order", "optimistic", "pessimistic", "item_id", "docno_desc"]
 INVARIANT = ["optimistic", "pessimistic", "expected", "hash:0", "hash:987654321", "hash_mean",
              "item_id", "docno_desc"]  # fmt: skip
-COLS = ["row", "user_id", "item_id", "label", "score"]
-
-
-# ----------------------------------------------------------------------------- references
-
-
-class Line(NamedTuple):
-    idx: int  # stored position in the whole table
-    user: str
-    item: str
-    label: int
-    score: float
-
-
-def rows_of(frame: pd.DataFrame) -> dict[str, list[Line]]:
-    out: dict[str, list[Line]] = defaultdict(list)
-    for idx, (r, u, i, lab, s) in enumerate(frame[COLS].itertuples(index=False)):
-        out[str(r)].append(Line(idx, str(u), str(i), int(lab), float(s)))
-    return dict(out)
-
-
-def totals_of(frame: pd.DataFrame) -> dict[str, int]:
-    """R per row: the n_relevant column, else the number of relevant lines."""
-    if "n_relevant" in frame.columns:
-        return {str(r): int(n) for r, n in zip(frame["row"], frame["n_relevant"], strict=True)}
-    return {str(r): int(n) for r, n in frame.groupby("row", sort=False)["label"].sum().items()}
-
-
-def measure_value(name: str, k: int, rel: list[int], n_rel: int) -> float:
-    """The measure of a ranked list of 0/1 relevance flags (position 1 first)."""
-    top = rel[:k]
-    if name == "HR":
-        return float(any(top))
-    if name == "MRR":
-        return next((1.0 / (p + 1) for p, x in enumerate(top) if x), 0.0)
-    hits = sum(top)
-    if name == "Recall":
-        return hits / n_rel
-    if name == "P":
-        return hits / k
-    dcg = sum(1.0 / math.log2(p + 2) for p, x in enumerate(top) if x)
-    idcg = sum(1.0 / math.log2(p + 2) for p in range(min(n_rel, k)))
-    return dcg / idcg
-
-
-def ranked(lines: list[Line], key) -> list[Line]:
-    return sorted(lines, key=lambda ln: (-ln.score, key(ln)))
-
-
-def values_of(lines: list[Line], key, n_rel: int) -> dict[Measure, float]:
-    rel = [ln.label for ln in ranked(lines, key)]
-    return {m: measure_value(m.name, m.k, rel, n_rel) for m in MEASURES}
-
-
-def relevant_ranks(lines: list[Line], key) -> tuple[int, ...]:
-    return tuple(p + 1 for p, ln in enumerate(ranked(lines, key)) if ln.label)
-
-
-def brute_expected(lines: list[Line], n_rel: int) -> dict[Measure, tuple[float, float]]:
-    """Mean and variance of every measure over every ordering of every tie group."""
-    groups: dict[float, list[Line]] = defaultdict(list)
-    for ln in lines:
-        groups[ln.score].append(ln)
-    vals: dict[Measure, list[float]] = {m: [] for m in MEASURES}
-    for combo in itertools.product(*(itertools.permutations(g) for g in groups.values())):
-        place = {ln.idx: j for perm in combo for j, ln in enumerate(perm)}
-        for m, v in values_of(lines, lambda ln, place=place: place[ln.idx], n_rel).items():
-            vals[m].append(v)
-    out = {}
-    for m, vs in vals.items():
-        mean = sum(vs) / len(vs)
-        out[m] = (mean, sum((v - mean) ** 2 for v in vs) / len(vs))
-    return out
-
-
-KEYS = {
-    "input_order": lambda ln: ln.idx,
-    "optimistic": lambda ln: -ln.label,
-    "pessimistic": lambda ln: ln.label,
-    "item_id": lambda ln: ln.item,
-    "docno_desc": lambda ln: [-ord(c) for c in ln.item] + [1],  # descending code points
-}
-
-
-def hash_keyfn(seed: int):
-    return lambda ln: (hash_key(seed, ln.user, ln.item), ln.item)
-
-
-def by_row(ev, rule: str, m: Measure) -> dict[str, float]:
-    return dict(zip(ev.table.row_ids.tolist(), ev[rule].values[m].tolist(), strict=True))
-
-
-def sorted_ranks_by_row(ev, rule: str) -> dict[str, list[tuple[int, ...]]]:
-    """Per row, per draw, the sorted ranks of its stored relevant items."""
-    ts = ev.structure
-    ranks = ev[rule].ranks
-    out: dict[str, list[tuple[int, ...]]] = {}
-    for j, rid in enumerate(ev.table.row_ids.tolist()):
-        cols = np.flatnonzero(ts.rel_row == j)
-        out[rid] = [tuple(sorted(ranks[d, cols].tolist())) for d in range(ranks.shape[0])]
-    return out
 
 
 # ----------------------------------------------------------------------------- strategies
@@ -330,11 +235,11 @@ def test_hand_summary_bounds_and_sd() -> None:
 @given(frame=multi_frames())
 def test_expected_equals_average_over_every_permutation(frame: pd.DataFrame) -> None:
     e = evaluate(frame, MEASURES, ["expected"])
-    rows, totals = rows_of(frame), totals_of(frame)
+    rows, totals = lines_by_row(frame), totals_of(frame)
     s = e.summary().set_index("metric")
     total_var = dict.fromkeys(MEASURES, 0.0)
     for j, rid in enumerate(e.table.row_ids.tolist()):
-        want = brute_expected(rows[rid], totals[rid])
+        want = brute_expected(rows[rid], MEASURES, totals[rid])
         for m in MEASURES:
             mean, var = want[m]
             assert e["expected"].values[m][j] == pytest.approx(mean, abs=1e-12), (rid, m)
@@ -347,22 +252,24 @@ def test_expected_equals_average_over_every_permutation(frame: pd.DataFrame) -> 
 @settings(max_examples=80, deadline=None)
 @given(frame=multi_frames(), seed=st.integers(0, 2**64 - 1))
 def test_deterministic_rules_equal_brute_force_sorts(frame: pd.DataFrame, seed: int) -> None:
-    rows, totals = rows_of(frame), totals_of(frame)
+    rows, totals = lines_by_row(frame), totals_of(frame)
     hrule = f"hash:{seed}"
-    keys = dict(KEYS, **{hrule: hash_keyfn(seed)})
-    exact = evaluate(frame, MEASURES, list(keys), rank_cap=None)
-    capped = evaluate(frame, MEASURES, list(keys))
+    rules = [*RULES, hrule]
+    exact = evaluate(frame, MEASURES, rules, rank_cap=None)
+    capped = evaluate(frame, MEASURES, rules)
     cap = capped.rank_cap
-    for rule, key in keys.items():
-        want_ranks = {rid: [relevant_ranks(lines, key)] for rid, lines in rows.items()}
-        assert sorted_ranks_by_row(exact, rule) == want_ranks, rule
-        assert sorted_ranks_by_row(capped, rule) == {
+    for rule in rules:
+        want_ranks = {rid: [relevant_ranks(lines, rule)] for rid, lines in rows.items()}
+        assert ranks_by_row(exact, rule) == want_ranks, rule
+        assert ranks_by_row(capped, rule) == {
             rid: [tuple(min(x, cap) for x in r[0])] for rid, r in want_ranks.items()
         }, rule
         for m in MEASURES:
-            want = {rid: values_of(lines, key, totals[rid])[m] for rid, lines in rows.items()}
-            assert by_row(exact, rule, m) == pytest.approx(want, abs=1e-12), (rule, m)
-            assert by_row(capped, rule, m) == pytest.approx(want, abs=1e-12), (rule, m)
+            want = {
+                rid: values_of(lines, rule, MEASURES, totals[rid])[m] for rid, lines in rows.items()
+            }
+            assert values_by_row(exact, rule, m) == pytest.approx(want, abs=1e-12), (rule, m)
+            assert values_by_row(capped, rule, m) == pytest.approx(want, abs=1e-12), (rule, m)
 
 
 @settings(max_examples=40, deadline=None)
@@ -407,9 +314,9 @@ def test_invariant_rules_ignore_row_order(frame, perm_seed: int, within_rows: bo
     b = evaluate(other, MEASURES, INVARIANT, n_seeds=4, rank_cap=None)
     for rule in INVARIANT:
         for m in MEASURES:
-            assert by_row(a, rule, m) == by_row(b, rule, m), (rule, m)
+            assert values_by_row(a, rule, m) == values_by_row(b, rule, m), (rule, m)
         if rule != "expected":
-            assert sorted_ranks_by_row(a, rule) == sorted_ranks_by_row(b, rule), rule
+            assert ranks_by_row(a, rule) == ranks_by_row(b, rule), rule
     for m in MEASURES:
         va = dict(zip(a.table.row_ids.tolist(), a["expected"].variances[m].tolist(), strict=True))
         vb = dict(zip(b.table.row_ids.tolist(), b["expected"].variances[m].tolist(), strict=True))
@@ -701,9 +608,9 @@ def test_reduced_table_evaluates_like_the_full_table(frame: pd.DataFrame, cap) -
     )
     for rule in FULL_RULES:
         for m in MEASURES:
-            assert by_row(a, rule, m) == by_row(b, rule, m), (rule, m)
+            assert values_by_row(a, rule, m) == values_by_row(b, rule, m), (rule, m)
         if rule != "expected":
-            assert sorted_ranks_by_row(a, rule) == sorted_ranks_by_row(b, rule), rule
+            assert ranks_by_row(a, rule) == ranks_by_row(b, rule), rule
     for m in MEASURES:
         va = dict(zip(a.table.row_ids.tolist(), a["expected"].variances[m].tolist(), strict=True))
         vb = dict(zip(b.table.row_ids.tolist(), b["expected"].variances[m].tolist(), strict=True))
