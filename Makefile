@@ -31,7 +31,7 @@ test-adapters: $(STAMP)  ## probe the torch adapters (installs torch 2.13.0, a C
 	$(BIN)/python -m pip install --quiet -e ".[probe-torch]"
 	$(BIN)/python -m pytest -q -m torch tests/probe
 
-test-slurm: $(STAMP)  ## run the demo through a throw-away one-node Slurm cluster (root; 4-6 min)
+test-slurm: $(STAMP)  ## run the demo through a throw-away one-node Slurm cluster (root; about 15 min)
 	bash tests/slurm/run_slurm_test.sh
 
 lint: $(STAMP)  ## ruff on the library, tests and scripts

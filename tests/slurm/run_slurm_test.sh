@@ -38,9 +38,15 @@ CTLD_PORT=$PORT_BASE
 SLURMD_PORT=$((PORT_BASE + 1))
 DBD_PORT=$((PORT_BASE + 2))
 DB_PORT=$((PORT_BASE + 3))
-# rules whose jobs the profile sends to Slurm (download, paper_tables, figures, figures_full and
-# all are local)
-SLURM_RULES="synthesize prepare split candidates score hash_seeds evaluate audit full_scores"
+# rules whose jobs the profile sends to Slurm: every rule of the workflow but `all` and those its
+# `localrules:` lists (download and the paper's tables, figures and page), read from the rule files
+SLURM_RULES=$(awk '/^localrules:/ { inlist = 1; next }
+    inlist && /^    [a-z_]+,?$/ { name = $1; sub(/,$/, "", name); local_[name] = 1; next }
+    { inlist = 0 }
+    /^rule [a-z_]+:/ { name = $2; sub(/:$/, "", name); rules[name] = 1 }
+    END { for (r in rules) if (!(r in local_) && r != "all") print r }' \
+    "$REPO/Snakefile" "$REPO"/workflow/rules/*.smk | sort | tr '\n' ' ')
+SLURM_RULES=${SLURM_RULES% }
 
 STAGE=setup
 TMP=""
