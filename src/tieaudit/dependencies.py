@@ -46,7 +46,7 @@ def library_files(
     A script that cannot be parsed raises ``SyntaxError`` naming it.
     """
     closure = _Closure(Path(package_dir))
-    return sorted(closure.files(scripts, [m for m in modules for m in closure.resolve(m)]))
+    return sorted(closure.files(scripts, [r for m in modules for r in closure.resolve(m)]))
 
 
 def import_graph(
