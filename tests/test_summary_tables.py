@@ -6,7 +6,7 @@ table by brute force with the shared oracle (tests/oracle.py): each row's tie gr
 under each ordered rule with Python's ``sorted`` on the rule's key (stored position, item id
 ascending or descending, ``hash_key``) and the relevant item's place is read off; whole rows are
 ranked the same way for the ranks. For ``random:SEED`` a pure-Python transcription of the
-per-place key documented in :func:`tieaudit.rules.random.summary_random_before` is used.
+rotation documented in :func:`tieaudit.rules.random.summary_random_before` is used.
 """
 
 from __future__ import annotations
@@ -459,13 +459,12 @@ def _mix(x: int) -> int:
 
 
 def reference_random_before(row_id: str, t: int, p: int, seed: int) -> int:
-    """The documented rule: place j of the group gets mix(mix(H(row) ^ mix(j + G)) ^ salt(SEED))
-    and the relevant item (place p) is preceded by the places with smaller keys (equal keys:
-    smaller place first)."""
+    """The documented rule: a rotation of the group's places by U = r mod t, with r =
+    mix(mix(H(row) ^ mix(0 + G)) ^ salt(SEED)); the relevant item (place p) is preceded by
+    (p + U) mod t members."""
     golden = 0x9E3779B97F4A7C15
-    salt = _mix(seed + golden)
-    keys = [_mix(_mix(_h(row_id) ^ _mix(j + golden)) ^ salt) for j in range(t)]
-    return sum((keys[j], j) < (keys[p], p) for j in range(t) if j != p)
+    r = _mix(_mix(_h(row_id) ^ _mix(0 + golden)) ^ _mix(seed + golden))
+    return (p + r % t) % t
 
 
 def random_table(w: int = 80, seed: int = 11) -> CandidateTable:

@@ -5,8 +5,8 @@ The common "fix" for ties that still depends on row order: the shuffle
 positions, so where a candidate was stored still decides where it lands.
 
 On a summary table the stored order of a row's tie group is known only through the relevant
-item's place ``p`` in it (``before:input_order``), so the shuffle is drawn per row
-(:func:`summary_random_before`); it is then not the ``random:SEED`` of the stored full table
+item's place ``p`` in it (``before:input_order``), so the shuffle is drawn per row, a seeded
+rotation of the group's places (:func:`summary_random_before`); it is then not the ``random:SEED`` of the stored full table
 (``summary_exact`` is False).
 """
 
@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .._arrays import row_blocks, segment_sums
 from ..hashing import pair_keys, seeded_keys
 from .base import RefLine, RuleKind, TieRule, register
 from .hashed import hash_codes
@@ -44,17 +43,10 @@ def _summary_before(ties: SummaryTies, seed: int) -> np.ndarray:
     rows = np.flatnonzero(t > 1)
     if len(rows) == 0:
         return out
-    rh = hash_codes(ties.table.row_ids, rows)
-    for lo, hi in row_blocks(t[rows], 1 << 22):
-        sel = rows[lo:hi]
-        size = t[sel]
-        start = np.cumsum(size) - size
-        place = np.arange(int(size.sum()), dtype=np.int64) - np.repeat(start, size)
-        owner = np.repeat(np.arange(len(sel)), size)
-        keys = seeded_keys(pair_keys(rh[sel][owner], place.astype(np.uint64)), seed)
-        mine = keys[start + p[sel]]
-        before = (keys < mine[owner]) | ((keys == mine[owner]) & (place < p[sel][owner]))
-        out[sel] = segment_sums(before, size)
+    rh = hash_codes(ties.table.row_ids, rows)[rows]
+    shift = seeded_keys(pair_keys(rh, np.zeros(len(rows), dtype=np.uint64)), seed)
+    size = t[rows].astype(np.uint64)
+    out[rows] = ((p[rows].astype(np.uint64) + shift % size) % size).astype(np.int64)
     return out
 
 
@@ -63,15 +55,18 @@ def summary_random_before(table: CandidateTable, seed: int) -> np.ndarray:
 
     The rule shuffles stored positions and then sorts stably. On a summary table the stored order
     of a row's tie group is known only through the relevant item's place ``p`` in it
-    (``before:input_order``), so the shuffle is drawn per row: place ``j`` of the group
-    (``0 .. t-1``) gets the key ``mix(mix(H(row) ^ mix(j + G)) ^ salt(SEED))`` (the
-    :mod:`tieaudit.hashing` key with the row id for the user and the place for the item), and
-    the relevant item is preceded by the places with smaller keys. As on a stored table, the
-    outcome depends on the stored order, but only through the relevant item's place ``p`` (the
-    audit moves it; a permutation of the other members that keeps ``p`` moves it on a stored
-    table, not here, so the audit's share of rows moved is a lower bound); over seeds it is
-    uniform on ``0 .. t-1``. It is not ``random:SEED`` of the full stored table, whose shuffle
-    permutes the positions of every line of the table.
+    (``before:input_order``), so the shuffle is drawn per row, as a seeded rotation of the
+    group's ``t`` places: place ``j`` goes to ``(j + U) mod t`` with ``U = r mod t`` and ``r =
+    mix(mix(H(row) ^ mix(G)) ^ salt(SEED))`` (the :mod:`tieaudit.hashing` key with the row id for
+    the user and 0 for the item), so the relevant item is preceded by ``(p + U) mod t`` members,
+    one hash a row whatever the group's size. Over seeds this is uniform on ``0 .. t-1`` (``r``
+    is a uniform 64-bit number: a bias below ``t / 2**64``), as under a uniform shuffle; as on a
+    stored table the outcome depends on the stored order, through ``p`` (a rotation is a
+    bijection, so every row whose ``p`` the audit moves moves; a permutation of the other
+    members that keeps ``p`` moves it on a stored table, not here, so the audit's share of rows
+    moved is a lower bound). It is not ``random:SEED`` of the full stored table, whose shuffle
+    permutes the positions of every line of the table. The count is exact on a table made with
+    ``k_max`` too: it needs no scan of the tie group.
     """
     from ..ties import SummaryTies
 
