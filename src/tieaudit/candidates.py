@@ -206,6 +206,17 @@ class CandidateTable:
             source=source if source is not None else self.source,
         )  # fmt: skip
 
+    def head(self, n_rows: int) -> CandidateTable:
+        """The first ``n_rows`` rows (in order of first appearance), every line of each, in
+        stored order; the whole table when it has no more rows."""
+        if n_rows < 0:
+            raise ValueError(f"n_rows must be >= 0, got {n_rows}")
+        if n_rows >= self.n_rows:
+            return self
+        frame = self.to_frame()
+        frame = frame[self.row < n_rows].reset_index(drop=True)
+        return CandidateTable.from_frame(frame, source=f"{self.source} (first {n_rows} rows)")
+
     def to_frame(self) -> pd.DataFrame:
         """The table as a DataFrame in stored order, with the original string ids (and the
         optional count columns that are present, repeated on every line of a row)."""

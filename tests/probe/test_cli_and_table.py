@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import pytest
 
 from tieaudit.cli import main
@@ -90,3 +92,21 @@ def test_evaluator_table_falls_back_to_hr_for_an_adapter_without_the_measure(
     table = evaluator_table(standard_table(rows=20), "MRR@10", names=["numpy-stable"])
     assert table.loc[0, "metric"] == "HR@10" and table.loc[0, "rule"] == "input_order"
     assert "computes nDCG, HR, not MRR" in table.loc[0, "note"]
+
+
+def test_evaluator_table_measures_the_inflation_on_the_first_rows_when_asked() -> None:
+    full = standard_table(rows=40)
+    head = full.head(15)
+    assert head.n_rows == 15 and head.row_ids.tolist() == full.row_ids[:15].tolist()
+    assert head.n_candidates == int(np.isin(full.row, np.arange(15)).sum())
+    assert "first 15 rows" in head.source
+    assert full.head(40) is full and full.head(99) is full
+    with pytest.raises(ValueError, match="n_rows"):
+        full.head(-1)
+    names = ["numpy-stable", "numpy-reversed-stable"]
+    some = evaluator_table(full, "nDCG@10", names=names, rows=15)
+    want = evaluator_table(head, "nDCG@10", names=names)
+    pd.testing.assert_frame_equal(some, want)
+    every = evaluator_table(full, "nDCG@10", names=names)
+    assert some["rule"].tolist() == every["rule"].tolist()  # found on the crafted tables
+    assert not np.allclose(some["mean"], every["mean"])

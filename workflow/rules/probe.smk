@@ -25,5 +25,6 @@ rule evaluators:
         mem_mb=3000,
     params:
         metric=config["evaluation"]["headline"][0],
+        rows=config["paper"]["evaluator_rows"],
     script:
         "../../scripts/evaluators.py"

@@ -79,10 +79,14 @@ def evaluator_table(
     data: CandidateTable | pd.DataFrame | str,
     metric: str | Measure = "nDCG@10",
     names: Sequence[str] | None = None,
+    rows: int | None = None,
 ) -> pd.DataFrame:
     """Probe every registered adapter (or those ``names``) with ``metric``, the inflation
-    measured on ``data``; one row each, in registration order."""
+    measured on ``data`` (its first ``rows`` rows when given: the adapters that call a library
+    once a row cost milliseconds a row); one row each, in registration order."""
     table = as_table(data)
+    if rows is not None:
+        table = table.head(rows)
     measure = parse_measure(metric)
     rows = []
     for adapter in adapters():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator
 
 import numpy as np
@@ -39,12 +40,17 @@ def rows(frame: pd.DataFrame) -> Iterator[Row]:
         yield Row(label[idx], score[idx], item[idx])
 
 
+@functools.lru_cache(maxsize=1024)
+def _norm(measure: Measure, n_relevant: int) -> float:
+    return float(measure.norm(n_relevant))
+
+
 def at_ranks(measure: Measure, ranks: np.ndarray, n_relevant: int) -> float:
     """``measure`` of a row whose relevant items sit at (possibly fractional) ``ranks``."""
     r = np.sort(np.asarray(ranks, dtype=np.float64))
     inside = r[r <= measure.k]
     if measure.name == "nDCG":
-        return float(np.sum(1.0 / np.log2(inside + 1.0)) / measure.norm(n_relevant))
+        return float(np.sum(1.0 / np.log2(inside + 1.0)) / _norm(measure, n_relevant))
     if measure.name == "HR":
         return float(len(inside) > 0)
     raise ValueError(f"{measure.name} is not computed here")  # pragma: no cover
