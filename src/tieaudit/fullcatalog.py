@@ -80,7 +80,8 @@ Scoring a chunk
 The core uses a scorer only through its protocol (:class:`tieaudit.scorers.Scorer`). A scorer
 with ``score_matrix(user_ids, item_ids)`` scores a chunk as one ``users x catalogue`` block; it
 must equal ``score`` on every pair bit for bit, which is checked on the first chunk for its
-first 8 users against the whole catalogue, and must not depend on which users share the block
+first 8 users against 4,096 items spread evenly over the catalogue (the whole catalogue when it
+is smaller), and must not depend on which users share the block
 (the same users scored in two halves); a scorer that fails either check is refused with a
 ``ValueError``. Otherwise the chunk's pairs go to ``score`` in one call. ``score`` must be pure
 (a pair's score does not depend on its batch): the first chunk checks that too (a slice of it
@@ -158,6 +159,7 @@ FULL_COLUMNS = (
 DEFAULT_CHUNK_PAIRS = 2_000_000
 _CHECK_PAIRS = 4096  # pairs of the first chunk used to check batch independence
 _CHECK_USERS = 8  # users of the first chunk whose score_matrix rows are checked against score
+_CHECK_ITEMS = 4096  # catalogue items of those rows checked (spread over the catalogue)
 _MODE_SAMPLE = 1024  # entries of a row sampled for its likely most common score (n_modal)
 
 PairScore = Callable[[np.ndarray, np.ndarray], np.ndarray]
@@ -266,8 +268,11 @@ def _pairs_block(pair: PairScore, users: np.ndarray, items: np.ndarray) -> np.nd
 
 def _check_block(block: BlockScore, pair: PairScore, users: np.ndarray, items: np.ndarray) -> None:
     """On the first chunk: ``score_matrix`` must equal ``score`` on every pair of up to
-    ``_CHECK_USERS`` users, bit for bit, and must not depend on which users share its block."""
+    ``_CHECK_USERS`` users and ``_CHECK_ITEMS`` items spread evenly over the catalogue, bit for
+    bit, and must not depend on which users share its block."""
     few = users[: min(len(users), _CHECK_USERS)]
+    if len(items) > _CHECK_ITEMS:
+        items = items[np.linspace(0, len(items) - 1, _CHECK_ITEMS).round().astype(np.int64)]
     got = np.asarray(block(few, items), dtype=np.float64)
     if got.shape != (len(few), len(items)) or not np.array_equal(
         got, _pairs_block(pair, few, items)
@@ -342,6 +347,7 @@ def full_catalog_candidates(
         else np.array([row_id(u) for u in users], dtype=object)
     )
     cat = sorted_ids(catalog)
+    cat.flags.writeable = False  # the same ids every chunk: a scorer may keep what it looked up
     n_items = len(cat)
     cat_index = pd.Index(cat, dtype=object)
     pos = cat_index.get_indexer(rows["item_id"].astype(str).to_numpy(dtype=object))
@@ -481,12 +487,10 @@ def _reduce_chunk(
     wider = np.flatnonzero(np.maximum(n_higher, n_lower) > n_modal)
     sort = _majority_modes(s, wider, h_row, h_item, n_items - seen, n_modal)
     if len(sort):
-        candidate = np.ones((len(sort), n_items), dtype=bool)
         which = np.full(c, -1, dtype=np.int64)
         which[sort] = np.arange(len(sort))
         mine = which[h_row] >= 0
-        candidate[which[h_row[mine]], h_item[mine]] = False
-        n_modal[sort] = _modal_counts(s[sort], candidate)
+        n_modal[sort] = _modal_counts(s[sort], which[h_row[mine]], h_item[mine])
     out: dict[str, np.ndarray] = {
         "score": r.copy(),
         "n_higher": n_higher.astype(np.int64),
@@ -549,10 +553,13 @@ def _recorded_counts(block: TieBlock, seeds: list[int]) -> dict[str, np.ndarray]
     return out
 
 
-def _modal_counts(s: np.ndarray, candidate: np.ndarray) -> np.ndarray:
-    """Per row, the size of the largest group of candidates with equal scores."""
+def _modal_counts(s: np.ndarray, h_row: np.ndarray, h_item: np.ndarray) -> np.ndarray:
+    """Per row, the size of the largest group of candidates with equal scores; ``s`` is a copy
+    of the rows (sorted in place), ``h_row``/``h_item`` the entries that are not candidates."""
     c, n_items = s.shape
-    srt = np.sort(np.where(candidate, s, np.nan), axis=1).ravel()  # NaN (non-candidates) last
+    s[h_row, h_item] = np.nan  # non-candidates: NaN, sorted last
+    s.sort(axis=1)
+    srt = s.ravel()
     new = np.empty(len(srt), dtype=bool)
     new[0] = True
     np.not_equal(srt[1:], srt[:-1], out=new[1:])  # NaN != NaN: each its own run

@@ -218,6 +218,74 @@ def test_overlap_score_matrix_inverted_index_cache_follows_the_items():
     np.testing.assert_array_equal(scorer.score_matrix(users, ["i1", "i9"]), [[2, 2], [0, 0]])
 
 
+def test_last_ids_reuses_a_frozen_array_by_identity_and_compares_others():
+    from tieaudit.scorers._ids import LastIds
+
+    calls = []
+
+    def make(items):
+        calls.append(list(items))
+        return len(calls)
+
+    kept = LastIds()
+    frozen = np.array(["a", "b", "c"], dtype=object)
+    frozen.flags.writeable = False  # as full_catalog_candidates passes its catalogue
+    assert kept.get(frozen, make) == 1
+    assert kept.get(frozen, make) == 1  # the same read-only array: kept, not recomputed
+    assert kept.get(np.array(["a", "b", "c"], dtype=object), make) == 1  # equal ids
+    assert kept.get(np.array(["a", "b", "d"], dtype=object), make) == 2
+    # a writeable array is compared by content: changed in place, it is looked up again
+    mine = np.array(["x", "y"], dtype=object)
+    assert kept.get(mine, make) == 3
+    mine[1] = "z"
+    assert kept.get(mine, make) == 4 and calls[-1] == ["x", "z"]
+    # a read-only view of a writeable array can change through its base: compared by content
+    base = np.array(["p", "q"], dtype=object)
+    view = base.view()
+    view.flags.writeable = False
+    assert kept.get(view, make) == 5
+    base[0] = "r"
+    assert kept.get(view, make) == 6 and calls[-1] == ["r", "q"]
+
+
+def test_full_catalog_scorers_look_the_catalogue_up_once(monkeypatch):
+    from tieaudit.fullcatalog import full_catalog_candidates
+    from tieaudit.scorers._ids import LastIds
+
+    rng = np.random.default_rng(5)
+    history = pd.DataFrame({"user_id": [f"u{k}" for k in rng.integers(0, 30, 400)],
+                            "item_id": [f"i{k}" for k in rng.integers(0, 90, 400)],
+                            "rating": rng.integers(1, 6, 400).astype(float)})  # fmt: skip
+    attrs = pd.DataFrame({"item_id": [f"i{k}" for k in range(90)],
+                          "attribute": [f"a{k % 7}" for k in range(90)]})  # fmt: skip
+    catalog = [f"i{k}" for k in range(90)]
+    rows = pd.DataFrame({"user_id": [f"u{k}" for k in range(30)],
+                         "item_id": [catalog[k] for k in range(30)]})  # fmt: skip
+    made, compared = [], []
+    get, equal = LastIds.get, np.array_equal
+
+    def counted_get(self, items, make):
+        return get(self, items, lambda x: made.append(len(x)) or make(x))
+
+    def counted_equal(a, b, *args, **kwargs):
+        compared.append(len(a))
+        return equal(a, b, *args, **kwargs)
+
+    monkeypatch.setattr(LastIds, "get", counted_get)
+    monkeypatch.setattr(np, "array_equal", counted_equal)
+    for scorer in (PopularityScorer().fit(history), AttributeOverlapScorer().fit(history, attrs),
+                   ResidualizedAttributeScorer().fit(history, attrs)):  # fmt: skip
+        if isinstance(scorer, ResidualizedAttributeScorer):
+            scorer.calibrate(rows)
+        made.clear()
+        compared.clear()
+        full_catalog_candidates(rows, history, catalog, scorer, seeds=[0], chunk_rows=2)
+        # 15 chunks: the catalogue is looked up once (a cache each), never compared id by id
+        caches = 2 if isinstance(scorer, ResidualizedAttributeScorer) else 1
+        assert made == [90] * caches, (type(scorer).__name__, made)
+        assert 90 not in compared, type(scorer).__name__
+
+
 # ------------------------------------------------------------------------------------ residualized
 
 

@@ -80,7 +80,7 @@ import numpy as np
 import pandas as pd
 from scipy import sparse
 
-from tieaudit.scorers._ids import encode, ids, object_index, sorted_unique
+from tieaudit.scorers._ids import LastIds, encode, ids, object_index, sorted_unique
 from tieaudit.scorers.base import register
 from tieaudit.split import item_popularity
 
@@ -163,19 +163,22 @@ class AttributeOverlapScorer:
         n_attr = max(ia.n_attributes, 1)
         if len(users) * n_attr >= 2**62:  # pragma: no cover - absurd sizes
             raise ValueError("too many users x attributes for int64 keys")
-        # Rows that can carry weight: a known user and an item with attributes (history order).
+        # Rows that can carry weight: a known user and an item with attributes, grouped by user
+        # (history order within a user: the order of every key's entries, see _user_weights).
         rows = np.flatnonzero((item_code >= 0) & (user_code >= 0))
+        rows = rows[np.argsort(user_code[rows], kind="stable")]
         self._ia = ia
         self._users = object_index(users)
         self._n_attr = n_attr
         self._h_user = user_code[rows].astype(np.int64)
+        self._h_start = np.searchsorted(self._h_user, np.arange(len(users) + 1))
         self._h_item = item_code[rows]
         if self.weight == "rating":
             rating = history["rating"].to_numpy(dtype=np.float64, na_value=np.nan)[rows]
             self._h_value = np.where(np.isnan(rating), 1.0, rating)
         else:
             self._h_value = None
-        self._incidence_cache = None
+        self._incidence_cache = LastIds()
         self._fitted = True
         return self
 
@@ -184,10 +187,13 @@ class AttributeOverlapScorer:
 
         Built from the users' history rows in history order, each row expanded into its item's
         attributes in attribute order: the same entries, in the same order per key, as a build
-        over all users, so ``bincount`` gives bit-identical sums."""
-        chosen = np.zeros(len(self._users), dtype=bool)
-        chosen[user_codes] = True
-        rows = np.flatnonzero(chosen[self._h_user])
+        over all users, so ``bincount`` gives bit-identical sums. (The rows are kept grouped by
+        user, so a block's users find theirs without a pass over the whole history.)"""
+        codes = sorted_unique(np.asarray(user_codes, dtype=np.int64))
+        start, stop = self._h_start[codes], self._h_start[codes + 1]
+        size = stop - start
+        rows = np.repeat(start - (np.cumsum(size) - size), size)
+        rows += np.arange(len(rows), dtype=np.int64)
         pos, attr = self._ia.expand(self._h_item[rows])
         key = self._h_user[rows][pos] * self._n_attr + attr
         keys, inverse = np.unique(key, return_inverse=True)
@@ -255,11 +261,10 @@ class AttributeOverlapScorer:
 
     def _incidence(self, items: np.ndarray) -> sparse.csr_array:
         """The ``items x attributes`` incidence of ``items`` (CSR, data 1.0, each row's
-        attributes ascending). The last one is cached, keyed on the ids themselves (comparing
-        them costs less than encoding them again)."""
-        cached = self._incidence_cache
-        if cached is not None and len(cached[0]) == len(items) and np.array_equal(cached[0], items):
-            return cached[1]
+        attributes ascending). The last one is kept (:class:`LastIds`)."""
+        return self._incidence_cache.get(items, self._build_incidence)
+
+    def _build_incidence(self, items: np.ndarray) -> sparse.csr_array:
         if len(self._ia.items) == 0:  # no item has attributes
             pos = attr = np.zeros(0, dtype=np.int64)
         else:
@@ -269,7 +274,6 @@ class AttributeOverlapScorer:
             (np.ones(len(attr)), attr, indptr.astype(np.int64)), shape=(len(items), self._n_attr)
         )
         incidence.has_sorted_indices = True  # expand gives each item's attributes ascending
-        self._incidence_cache = (items.copy(), incidence)
         return incidence
 
     def _matrix_codes(self, u: np.ndarray, incidence: sparse.csr_array) -> np.ndarray:
@@ -318,7 +322,7 @@ class ResidualizedAttributeScorer:
         self.weight = weight
         self.coef_: np.ndarray | None = None
         self._fitted = False
-        self._block_items: tuple[np.ndarray, np.ndarray] | None = None
+        self._block_items = LastIds()
         self._kept: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
     def fit(
@@ -329,7 +333,7 @@ class ResidualizedAttributeScorer:
         self._pop_items = object_index(pop.index)
         self._log_pop = np.log1p(pop.to_numpy(dtype=np.float64))
         self.coef_ = None  # a calibration belongs to the fit it was made on
-        self._block_items = self._kept = None
+        self._block_items, self._kept = LastIds(), None
         self._fitted = True
         return self
 
@@ -373,7 +377,7 @@ class ResidualizedAttributeScorer:
             design = np.column_stack([np.ones(len(s)), x1[codes], x2[codes]])
             coef = np.linalg.lstsq(design, s, rcond=None)[0]
         self.coef_ = np.asarray(coef, dtype=np.float64)
-        self._block_items = None
+        self._block_items = LastIds()
         self._kept = (users.copy(), items.copy(), s - self._fitted_at(codes, x1, x2))
         return self
 
@@ -409,7 +413,5 @@ class ResidualizedAttributeScorer:
         repeat/tile pairs. The fitted values of the last items are kept (full-catalog evaluation
         passes the same catalogue for every chunk)."""
         items = ids(item_ids)
-        last = self._block_items
-        if last is None or len(last[0]) != len(items) or not np.array_equal(last[0], items):
-            last = self._block_items = (items.copy(), self._fitted_value(items))
-        return self.overlap.score_matrix(ids(user_ids), items) - last[1][None, :]
+        fitted = self._block_items.get(items, self._fitted_value)
+        return self.overlap.score_matrix(ids(user_ids), items) - fitted[None, :]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from tieaudit.scorers._ids import encode, ids, object_index
+from tieaudit.scorers._ids import LastIds, encode, ids, object_index
 from tieaudit.scorers.base import register
 from tieaudit.split import item_popularity
 
@@ -27,7 +27,7 @@ class PopularityScorer:
         pop = item_popularity(history.assign(item_id=history["item_id"].astype(str)))
         self._items = object_index(pop.index)
         self._counts = pop.to_numpy(dtype=np.float64)
-        self._block_items: tuple[np.ndarray, np.ndarray] | None = None
+        self._block_items = LastIds()
         self._fitted = True
         return self
 
@@ -46,11 +46,8 @@ class PopularityScorer:
         passes the same catalogue for every chunk: it is looked up once, not once a chunk)."""
         if not self._fitted:
             raise RuntimeError("PopularityScorer.score_matrix called before fit")
-        items = ids(item_ids)
-        last = self._block_items
-        if last is None or len(last[0]) != len(items) or not np.array_equal(last[0], items):
-            last = self._block_items = (items.copy(), self._item_scores(items))
-        return np.repeat(last[1][None, :], len(ids(user_ids)), axis=0)
+        scores = self._block_items.get(ids(item_ids), self._item_scores)
+        return np.repeat(scores[None, :], len(ids(user_ids)), axis=0)
 
     def _item_scores(self, items: np.ndarray) -> np.ndarray:
         out = np.zeros(len(items), dtype=np.float64)
