@@ -246,3 +246,36 @@ def test_n_modal_when_the_sampled_score_is_not_the_largest_group() -> None:
     values, counts = np.unique(np.delete(row, 1), return_counts=True)
     assert values[np.argmax(counts)] == 2.0 and counts.max() < n / 2
     assert int(out["n_modal"].iloc[0]) == counts.max()
+
+
+@pytest.mark.parametrize("chunk_rows", [1, 3, 10])
+def test_n_modal_of_rows_with_the_same_scores(chunk_rows) -> None:
+    # a scorer that ignores the user (as popularity): every row has the same scores, none with
+    # a majority, so n_modal is counted once by a sort and reused with each row's history taken
+    # off; rows 4 and 7 differ (their own sort), and -0.0 is the same score as 0.0
+    from tieaudit.scorers import MatrixScorer
+    from tieaudit.testing import FullCatalogCase
+
+    rng = np.random.default_rng(8)
+    n, users = 600, np.array([f"u{u}" for u in range(10)], dtype=object)
+    base = rng.integers(0, 9, n).astype(np.float64)
+    base[base == 0] = np.where(rng.random(int((base == 0).sum())) < 0.5, -0.0, 0.0)
+    scores = np.tile(base, (10, 1))
+    scores[4] = rng.normal(size=n).round(1)
+    scores[7, :300] = 3.0
+    catalog = np.array([f"i{i:04d}" for i in range(n)], dtype=object)
+    # history: the most common score's items for some users, so the largest group changes
+    common = catalog[base == 3.0]
+    hist = [(u, it) for k, u in enumerate(users) for it in
+            (common[: 40 * (k % 3)] if k % 2 else catalog[rng.choice(n, 5, replace=False)])]
+    history = pd.DataFrame(hist, columns=["user_id", "item_id"]).drop_duplicates()
+    held = [catalog[int(np.flatnonzero(base == 5.0)[k])] for k in range(10)]
+    rows = pd.DataFrame({"user_id": users, "item_id": held})
+    history = history[~history.set_index(["user_id", "item_id"]).index.isin(
+        list(zip(users, held, strict=True)))]  # fmt: skip
+    case = FullCatalogCase(rows, history, catalog, users, scores)
+    out = full_catalog_candidates(rows, history, catalog, MatrixScorer(scores, users, catalog),
+                                  seeds=[], chunk_rows=chunk_rows)  # fmt: skip
+    want = summarise(stored_full_table(case), rules=["item_id"])
+    assert out["n_modal"].tolist() == want["n_modal"].tolist()
+    assert len(set(out["n_modal"])) > 2  # the history changed the largest group

@@ -384,6 +384,7 @@ def full_catalog_candidates(
     uniform = _user_uniform(context.user_hashes(), seed) if positive_position == "random" else None
 
     parts: list[dict[str, np.ndarray]] = []
+    same = _SameScores()
     for lo in range(0, n_rows, chunk_rows):
         hi = min(lo + chunk_rows, n_rows)
         c = hi - lo
@@ -402,7 +403,8 @@ def full_catalog_candidates(
         place = _placement(positive_position, uniform, lo, hi)
         a, b = h_start[lo], h_start[hi]
         part = _reduce_chunk(
-            s, pos[lo:hi], h_row[a:b] - lo, h_item[a:b], lo, context, seed_list, place, k_max
+            s, pos[lo:hi], h_row[a:b] - lo, h_item[a:b], lo, context, seed_list, place, k_max,
+            same,
         )
         del s
         parts.append(part)
@@ -461,6 +463,7 @@ def _reduce_chunk(
     seeds: list[int],
     placement: Callable[[np.ndarray], np.ndarray],
     k_max: int | None,
+    same: _SameScores,
 ) -> dict[str, np.ndarray]:
     """Reduce a ``c x n_items`` score block (rows ``lo .. lo + c - 1``) to its summary lines.
 
@@ -470,7 +473,8 @@ def _reduce_chunk(
     and the lower ones follow from the row's number of candidates. ``n_modal`` is ``1 +
     n_tied`` when neither side outnumbers the tie group (no other group can be larger), else
     the size of a group holding most of the row's candidates when there is one
-    (:func:`_majority_modes`); only the other rows are sorted."""
+    (:func:`_majority_modes`); only the other rows are sorted, but a row with the same scores
+    as the last sorted one reuses its groups (:class:`_SameScores`)."""
     c, n_items = s.shape
     local = np.arange(c)
     r = s[local, pos]
@@ -486,11 +490,18 @@ def _reduce_chunk(
     n_modal = 1 + n_tied
     wider = np.flatnonzero(np.maximum(n_higher, n_lower) > n_modal)
     sort = _majority_modes(s, wider, h_row, h_item, n_items - seen, n_modal)
+    known = [r for r in sort.tolist() if _set(n_modal, r, same.modal(s[r], h_item[h_row == r]))]
+    sort = np.setdiff1d(sort, np.array(known, dtype=np.int64))
     if len(sort):
         which = np.full(c, -1, dtype=np.int64)
         which[sort] = np.arange(len(sort))
         mine = which[h_row] >= 0
-        n_modal[sort] = _modal_counts(s[sort], which[h_row[mine]], h_item[mine])
+        rows = s[sort]
+        n_modal[sort] = _modal_counts(rows, which[h_row[mine]], h_item[mine])
+        at = int(sort[-1])  # its candidates' scores sorted, then NaN at its history entries
+        history = np.sort(s[at, h_item[h_row == at]])
+        ordered = rows[-1][: n_items - len(history)]
+        same.keep(s[at], np.insert(ordered, np.searchsorted(ordered, history), history))
     out: dict[str, np.ndarray] = {
         "score": r.copy(),
         "n_higher": n_higher.astype(np.int64),
@@ -503,6 +514,37 @@ def _reduce_chunk(
     block = TieBlock(context, lo, pos, out["n_higher"], n_tied, tied, placement(n_tied), k_max)
     out.update(_recorded_counts(block, seeds))
     return out
+
+
+class _SameScores:
+    """The groups of equal scores of the last row whose ``n_modal`` took a sort, for the rows
+    after it with the very same scores (a scorer that ignores the user, e.g. popularity, gives
+    every row the same scores): such a row's ``n_modal`` is the largest group once its history
+    items are taken off, without a sort of its own."""
+
+    def __init__(self) -> None:
+        self.scores: np.ndarray | None = None
+        self.values = self.counts = np.zeros(0)
+
+    def modal(self, row: np.ndarray, history: np.ndarray) -> int | None:
+        """``n_modal`` of ``row`` (``history``: its entries that are not candidates) if its
+        scores are the kept row's, else ``None``."""
+        kept = self.scores
+        if kept is None or len(kept) != len(row):
+            return None
+        stride = max(1, len(row) // _MODE_SAMPLE)
+        if not np.array_equal(row[::stride], kept[::stride]) or not np.array_equal(row, kept):
+            return None
+        counts = self.counts.copy()
+        np.subtract.at(counts, np.searchsorted(self.values, row[history]), 1)
+        return int(counts.max())
+
+    def keep(self, row: np.ndarray, ordered: np.ndarray) -> None:
+        """Keep ``row``'s groups, from ``ordered``: its scores sorted."""
+        starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
+        self.scores = row.copy()
+        self.values = ordered[starts]
+        self.counts = np.diff(np.r_[starts, len(ordered)])
 
 
 def _majority_modes(
@@ -551,6 +593,14 @@ def _recorded_counts(block: TieBlock, seeds: list[int]) -> dict[str, np.ndarray]
         for j, sd in enumerate(draws or [None]):
             out[f"before:{TieRule(kind.name, sd)}"] = counts[j]
     return out
+
+
+def _set(out: np.ndarray, at: int, value: int | None) -> bool:
+    """``out[at] = value`` unless ``value`` is None; whether it was set."""
+    if value is None:
+        return False
+    out[at] = value
+    return True
 
 
 def _modal_counts(s: np.ndarray, h_row: np.ndarray, h_item: np.ndarray) -> np.ndarray:
