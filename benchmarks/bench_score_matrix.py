@@ -17,7 +17,9 @@ the seconds and pairs per second (best of ``--repeat``) of
 * ``score(np.repeat(users, n), np.tile(catalog, c))`` (the pair arrays built beforehand, not
   timed), the path of a scorer without ``score_matrix``;
 * ``score_matrix(users, catalog)`` for the same chunk of ``c`` users against the whole
-  catalogue (its first call, which builds what later calls reuse, is reported on its own);
+  catalogue, passed as full-catalog evaluation passes it (one read-only array, so the scorer
+  recognises it without comparing its ids); its first call, which builds what later calls
+  reuse, is reported on its own;
 * the **baseline**: the same block from matrices built beforehand with pandas and
   ``scipy.sparse``, outside the timing — ``(A @ W).T`` with ``A`` the items x attributes
   incidence (CSR) and ``W`` the users' attribute weights (dense), minus the items' fitted values
@@ -171,6 +173,8 @@ def baseline(name: str, scorer, history, attrs, users, catalog):
 def run(data: str, history, attrs, catalog, chunk_pairs: int, repeat: int, seed: int) -> None:
     n_items = len(catalog)
     c = chunk_rows_for(n_items, chunk_pairs)
+    catalog = np.array(catalog, dtype=object)  # as full_catalog_candidates passes it: read-only
+    catalog.flags.writeable = False
     all_users = pd.unique(history["user_id"].to_numpy(dtype=object))
     users = np.random.default_rng(seed).choice(all_users, c, replace=False).astype(object)
     n_rated = history["user_id"].value_counts().reindex(users).to_numpy()

@@ -44,6 +44,8 @@ rule full_scores:
         f"{LOGS}/full_scores/{{dataset}}/{{scorer}}.log",
     benchmark:
         f"{BENCH}/full_scores/{{dataset}}/{{scorer}}.tsv"
+    # the longest jobs of a run: started first among the jobs ready, the short ones fill in
+    priority: 1
     conda:
         "../envs/score.yaml"
     resources:
