@@ -120,3 +120,17 @@ def test_consecutive_users_over_every_item_are_a_read_only_view() -> None:
         assert np.array_equal(got, want)
     other = scorer.score_matrix(np.array(["a", "b"], dtype=object), items[::-1])
     assert not np.shares_memory(other, scores) and other.tolist() == [[2, 1, 0], [5, 4, 3]]
+
+
+def test_an_item_array_changed_in_place_is_looked_up_again() -> None:
+    # the columns of the last items are kept; a caller that reuses its array with other ids
+    # gets the other ids' scores, not the kept ones
+    m = MatrixScorer(np.arange(12.0).reshape(3, 4), ["u", "v", "w"], ["a", "b", "c", "d"])
+    items = np.array(["a", "b"], dtype=object)
+    np.testing.assert_array_equal(m.score_matrix(["u", "w"], items), [[0, 1], [8, 9]])
+    items[0] = "d"
+    np.testing.assert_array_equal(m.score_matrix(["u", "w"], items), [[3, 1], [11, 9]])
+    # the matrix's own columns, in order, as ids of another type: looked up as strings
+    wide = MatrixScorer(np.arange(6.0).reshape(2, 3), ["u", "v"], [1, 2, 3])
+    np.testing.assert_array_equal(wide.score_matrix(["v"], [1, 2, 3]), [[3, 4, 5]])
+    np.testing.assert_array_equal(wide.score_matrix(["v"], ["3", "1"]), [[5, 3]])

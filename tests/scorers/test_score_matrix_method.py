@@ -268,7 +268,8 @@ def test_full_catalog_scorers_look_the_catalogue_up_once(monkeypatch):
         return get(self, items, lambda x: made.append(len(x)) or make(x))
 
     def counted_equal(a, b, *args, **kwargs):
-        compared.append(len(a))
+        if np.asarray(a).dtype == object:  # ids (scores are compared too, elsewhere)
+            compared.append(len(a))
         return equal(a, b, *args, **kwargs)
 
     monkeypatch.setattr(LastIds, "get", counted_get)

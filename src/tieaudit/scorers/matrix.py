@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from tieaudit.scorers._ids import ids, object_index
+from tieaudit.scorers._ids import LastIds, ids, object_index
 
 __all__ = ["MatrixScorer"]
 
@@ -62,7 +62,7 @@ class MatrixScorer:
         self.fill = None if fill is None else float(fill)
         self._users = object_index(users)
         self._items = object_index(items)
-        self._last_items: tuple[object, np.ndarray] | None = None
+        self._last_items = LastIds()
 
     def fit(self, history: pd.DataFrame | None = None, item_attributes=None) -> MatrixScorer:
         """Nothing to fit: the scores are given."""
@@ -82,15 +82,17 @@ class MatrixScorer:
         return out
 
     def _item_codes(self, item_ids) -> tuple[np.ndarray, bool]:
-        """Column codes and whether they are every column in order, kept for the last item
-        array (full-catalog evaluation passes the same catalogue array for every chunk)."""
-        if self._last_items is None or self._last_items[0] is not item_ids:
-            codes = self._codes(self._items, item_ids, "item")
-            whole = len(codes) == self.scores.shape[1] and np.array_equal(
-                codes, np.arange(len(codes))
-            )
-            self._last_items = (item_ids, (codes, whole))
-        return self._last_items[1]
+        """Column codes and whether they are every column in order, kept for the last items
+        (full-catalog evaluation passes the same catalogue array for every chunk; see
+        :class:`~tieaudit.scorers._ids.LastIds`)."""
+        return self._last_items.get(ids(item_ids), self._find_items)
+
+    def _find_items(self, items: np.ndarray) -> tuple[np.ndarray, bool]:
+        own = self._items.to_numpy()
+        if len(items) == len(own) and np.array_equal(items, own):  # the matrix's columns
+            return np.arange(len(own), dtype=np.int64), True
+        codes = self._codes(self._items, items, "item")
+        return codes, len(codes) == len(own) and np.array_equal(codes, np.arange(len(codes)))
 
     def score(self, user_ids, item_ids) -> np.ndarray:
         u = self._codes(self._users, user_ids, "user")
