@@ -490,8 +490,14 @@ def _reduce_chunk(
     n_modal = 1 + n_tied
     wider = np.flatnonzero(np.maximum(n_higher, n_lower) > n_modal)
     sort = _majority_modes(s, wider, h_row, h_item, n_items - seen, n_modal)
-    known = [r for r in sort.tolist() if _set(n_modal, r, same.modal(s[r], h_item[h_row == r]))]
-    sort = np.setdiff1d(sort, np.array(known, dtype=np.int64))
+    to_sort = []  # the rows whose scores are not those of the last sorted row
+    for row in sort.tolist():
+        modal = same.modal(s[row], h_item[h_row == row])
+        if modal is None:
+            to_sort.append(row)
+        else:
+            n_modal[row] = modal
+    sort = np.array(to_sort, dtype=np.int64)
     if len(sort):
         which = np.full(c, -1, dtype=np.int64)
         which[sort] = np.arange(len(sort))
@@ -593,14 +599,6 @@ def _recorded_counts(block: TieBlock, seeds: list[int]) -> dict[str, np.ndarray]
         for j, sd in enumerate(draws or [None]):
             out[f"before:{TieRule(kind.name, sd)}"] = counts[j]
     return out
-
-
-def _set(out: np.ndarray, at: int, value: int | None) -> bool:
-    """``out[at] = value`` unless ``value`` is None; whether it was set."""
-    if value is None:
-        return False
-    out[at] = value
-    return True
 
 
 def _modal_counts(s: np.ndarray, h_row: np.ndarray, h_item: np.ndarray) -> np.ndarray:

@@ -88,10 +88,10 @@ def evaluator_table(
     if rows is not None:
         table = table.head(rows)
     measure = parse_measure(metric)
-    rows = []
+    records = []
     for adapter in adapters():
         if names is not None and adapter.name not in names:
             continue
         log.info("probing %s", adapter.name)
-        rows.append(_row(adapter, measure, table))
-    return pd.DataFrame(rows, columns=list(EVALUATOR_COLUMNS))
+        records.append(_row(adapter, measure, table))
+    return pd.DataFrame(records, columns=list(EVALUATOR_COLUMNS))
