@@ -97,8 +97,7 @@ class Layout:
         t = self.m + 1
         return (
             f"tie group of {t} below {self.g} higher, relevant stored {self.stored + 1} of {t}, "
-            f"its id {self.id_place + 1} of {t} by code point, {self.numeric_place + 1} by "
-            "number"
+            f"its id {self.id_place + 1} of {t}"
         )
 
 
