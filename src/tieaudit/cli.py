@@ -206,7 +206,7 @@ def _probe_parser(sub, fmt) -> None:
     import textwrap
 
     from .probe.adapters import adapters
-    from .probe.calls import DEFAULT_TIMEOUT
+    from .probe.infer import DEFAULT_TIMEOUT, candidate_rules
 
     names = ", ".join(a.name for a in adapters())
 
@@ -226,8 +226,8 @@ def _probe_parser(sub, fmt) -> None:
         "values are each row's measure in order of first appearance. Give it as "
         "package.module:function or path/to/file.py:function, or name a built-in adapter: "
         f"{names}."),
-        epilog=wrap("the rule is printed as one word: a registered rule (input_order, "
-        "reversed_input, optimistic, pessimistic, expected, item_id, docno_desc, ...), "
+        epilog=wrap("the rule is printed as one word: a registered rule ("
+        f"{', '.join(str(r) for r in candidate_rules())}), "
         "unstable (the values change between runs, or with the stored order in a way no rule "
         "explains) or unknown (with the evidence)."),
         formatter_class=fmt,

@@ -163,3 +163,12 @@ def test_exits_give_one_line_naming_the_evaluator(
     assert err.startswith("tieaudit: error: ") and err.count("\n") == 1, err
     assert said in err and (ref in err if where == "evaluator" else str(path) in err), err
     assert not (tmp_path / "out").exists()
+
+
+def test_probe_help_lists_the_rules_it_can_name(capsys) -> None:
+    from tieaudit.probe import candidate_rules
+
+    with pytest.raises(SystemExit):
+        main(["probe", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert ", ".join(str(r) for r in candidate_rules()) in text

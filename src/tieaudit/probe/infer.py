@@ -326,13 +326,14 @@ def probe(
             )
             found = loose
     check = [TieRule(found.rule)] if found.rule in names else []
-    if check:
-        try:  # e.g. an order by the number in the id, on a table whose ids are no numbers
-            evaluate(table, [measure], check, n_seeds=1)
-        except ValueError as exc:
-            found.evidence.append(f"not checked on the {table.source}: {exc}")
-            check = []
-    ev = evaluate(table, [measure], [EXACT_RULE, *check], n_seeds=1)
+    try:
+        ev = evaluate(table, [measure], [EXACT_RULE, *check], n_seeds=1)
+    except ValueError as exc:  # e.g. an order by the number in the id, and other ids here
+        if not check:
+            raise
+        found.evidence.append(f"not checked on the {table.source}: {exc}")
+        check = []
+        ev = evaluate(table, [measure], [EXACT_RULE], n_seeds=1)
     low, high = ev.bounds()
     if check:  # the rule must give the values on this table too
         want = ev[found.rule].values[measure]
