@@ -4,6 +4,7 @@ pipeline writes (results/paper/evaluators.csv)."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import numpy as np
@@ -172,3 +173,23 @@ def test_probe_help_lists_the_rules_it_can_name(capsys) -> None:
         main(["probe", "--help"])
     text = " ".join(capsys.readouterr().out.split())
     assert ", ".join(str(r) for r in candidate_rules()) in text
+
+
+def _stuck_build(measure):
+    def fn(candidates, k):
+        while True:
+            time.sleep(0.05)
+
+    return fn
+
+
+def test_a_stuck_adapter_is_an_error_row_of_the_table(monkeypatch: pytest.MonkeyPatch) -> None:
+    stuck = Adapter("stuck", "Stuck", "json", "no-such-dist-xyz", "stuck()", ("nDCG",),
+                    _stuck_build)  # fmt: skip
+    monkeypatch.setitem(adapters_base._REGISTRY, "stuck", stuck)
+    monkeypatch.setattr(Adapter, "version", lambda self: "1.0")
+    table = evaluator_table(standard_table(rows=20), "nDCG@10", names=["stuck"], timeout=0.5)
+    row = table.iloc[0]
+    assert row["rule"] == "error"
+    assert row["note"] == ("stuck did not return within 0.5 s on the crafted tie cases and was "
+                           "stopped (--timeout sets the limit)")  # fmt: skip
