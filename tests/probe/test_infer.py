@@ -340,3 +340,20 @@ def test_a_numeric_rule_is_not_checked_on_a_table_whose_ids_are_no_numbers() -> 
     res = probe(numbers_if_any, "nDCG@10", inflation_table=table)
     assert res.rule == "item_id_numeric"
     assert "item id 'i00099' (row 's00001') is not a whole number" in res.evidence[-1]
+
+
+def test_calls_run_in_a_child_unless_there_is_no_fork(monkeypatch: pytest.MonkeyPatch) -> None:
+    pids: set[int] = set()
+
+    def where(frame: pd.DataFrame, k: int) -> list[float]:
+        pids.add(os.getpid())
+        return E.input_order(frame, k)
+
+    table = crafted_table(parse_measure("nDCG@10"))[0]
+    with Caller(where, "w", timeout=60) as call:
+        child = call(table, 10, "crafted tie cases")
+    assert not pids  # the calls ran in another process
+    monkeypatch.setattr("multiprocessing.get_all_start_methods", lambda: ["spawn"])
+    with Caller(where, "w", timeout=60) as call:
+        assert np.array_equal(call(table, 10, "crafted tie cases"), child)
+    assert pids == {os.getpid()}

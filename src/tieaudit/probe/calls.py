@@ -11,13 +11,15 @@ works: a closure, a function of a file), one after the other, so that state the 
 between calls (a random generator, a cache) behaves as it would in this process. A call that
 does not return within ``timeout`` seconds kills the child (SIGKILL: an evaluator may ignore
 SIGINT and SIGTERM) and raises :class:`ProbeError`; so does a child that dies. The values come
-back pickled, bit for bit. With ``timeout=None`` the calls run in this process, without a limit.
+back pickled, bit for bit. With ``timeout=None`` (or where there is no fork: Windows) the calls
+run in this process, without a limit.
 Whatever the evaluator raises, ``SystemExit`` and other ``BaseException`` included, becomes one
 :class:`ProbeError` naming it.
 """
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
 import signal
 from collections.abc import Callable, Sequence
@@ -28,9 +30,12 @@ import pandas as pd
 
 from ..candidates import REQUIRED_COLUMNS, CandidateTable
 
-__all__ = ["DEFAULT_TIMEOUT", "Caller", "Evaluator", "ProbeError", "call_evaluator", "one_line", "raised"]
+__all__ = [
+    "DEFAULT_TIMEOUT", "Caller", "Evaluator", "ProbeError", "call_evaluator", "one_line", "raised",
+]  # fmt: skip
 
 Evaluator = Callable[[pd.DataFrame, int], Sequence[float]]
+log = logging.getLogger(__name__)
 #: Seconds one call of the evaluator may take (``tieaudit probe --timeout``): ample for a table
 #: of the probe's size, and for a library's first call that compiles its code (ranx's numba
 #: functions take over a minute on a busy two-core machine).
@@ -169,6 +174,10 @@ class Caller:
         self._conn: Any = None
 
     def __enter__(self) -> Caller:
+        if self.timeout is not None and "fork" not in multiprocessing.get_all_start_methods():
+            log.warning("no fork on this platform: %s runs in this process, without a time "
+                        "limit", self.name)  # fmt: skip
+            self.timeout = None
         if self.timeout is not None:
             ctx = multiprocessing.get_context("fork")
             self._conn, child = ctx.Pipe()
