@@ -106,10 +106,11 @@ def test_every_broken_key_is_named_at_once(tmp_path: Path) -> None:
     each one's key."""
     cfg = config(
         headline=["nDCG@10", "MRR@50", "P@5"],
-        rules=["input_order", "expected", "bogus"],
+        rules=["input_order", "expected", "bogus", "item_id_numeric"],
         reported_rule="hash_mean2",
         metrics=["HR@10", "nDCG@10", "MAP@10", "Recall@10"],
         seed_chunks=4,
+        candidates=["sampled", "full"],
     )
     for name in ("../../../x", "a/b", ".hidden", "with space", "paper", "logs"):
         cfg["datasets"][name] = cfg["datasets"]["mini"]
@@ -140,6 +141,7 @@ def test_every_broken_key_is_named_at_once(tmp_path: Path) -> None:
         "config: evaluation.headline: 'MRR@50' is not one of evaluation.metrics",
         "config: evaluation.headline: 'P@5' is not one of evaluation.metrics",
         "config: evaluation.rules, item 3: unknown tie rule 'bogus'",
+        "config: evaluation.rules: item_id_numeric cannot be evaluated on the full catalogue",
         "config: evaluation.reported_rule: cannot parse tie rule 'hash_mean2'; known: input_order",
         "config: evaluation.seed_chunks: 4 jobs for 3 hash seeds (evaluation.n_seeds)",
         "config: scorers.shell: scorer 'subprocess:run' names a function, not a class",

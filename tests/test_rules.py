@@ -1,15 +1,20 @@
-"""tieaudit.rules: parsing tie rules, seeds required or forbidden, and the str round trip."""
+"""tieaudit.rules: parsing tie rules, seeds required or forbidden, and the str round trip; the
+numeric-id orders and the mean-rank plug-in against hand-computed values."""
 
 from __future__ import annotations
 
+import numpy as np
+import pandas as pd
 import pytest
 from hypothesis import given, settings
 
+from tieaudit.evaluate import evaluate
+from tieaudit.measures import parse_measures
 from tieaudit.rules import DEFAULT_RULES, RULE_KINDS, TieRule, parse_rule, parse_rules
 from tieaudit.testing import tie_rules
 
 PLAIN = ["input_order", "reversed_input", "optimistic", "pessimistic", "expected", "hash_mean",
-         "item_id", "docno_desc"]  # fmt: skip
+         "item_id", "docno_desc", "item_id_numeric", "item_id_numeric_desc", "mean_rank"]  # fmt: skip
 
 
 def test_rule_kinds() -> None:
@@ -160,3 +165,71 @@ def test_default_rules_cover_every_kind_once() -> None:
 
 def test_rules_are_hashable() -> None:
     assert len({TieRule("hash", 1), parse_rule("hash:1"), TieRule("hash", 2)}) == 2
+
+
+def _tie_heavy(rng: np.random.Generator, rows: int) -> pd.DataFrame:
+    lines = []
+    for r in range(rows):
+        n = int(rng.integers(1, 30))
+        scores = rng.integers(0, 4, n).astype(float)
+        rel = int(rng.integers(n))
+        lines += [(f"r{r}", f"u{r}", str(j), int(j == rel), scores[j]) for j in range(n)]
+    return pd.DataFrame(lines, columns=["row", "user_id", "item_id", "label", "score"])
+
+
+def test_mean_rank_is_the_measure_at_the_average_rank() -> None:
+    frame = _tie_heavy(np.random.default_rng(5), 60)
+    measures = parse_measures(["nDCG@5", "HR@3", "MRR@10", "Recall@4", "P@2"])
+    ev = evaluate(frame, measures, ["mean_rank", "expected"])
+    want: dict[str, list[float]] = {str(m): [] for m in measures}
+    for _, part in frame.groupby("row", sort=False):
+        r = part["score"].rank(ascending=False, method="average")[part["label"] == 1].iloc[0]
+        want["nDCG@5"].append(1 / np.log2(r + 1) if r <= 5 else 0.0)
+        want["HR@3"].append(float(r <= 3))
+        want["MRR@10"].append(1 / r if r <= 10 else 0.0)
+        want["Recall@4"].append(float(r <= 4))
+        want["P@2"].append((r <= 2) / 2)
+    for m in measures:
+        assert np.allclose(ev["mean_rank"].values[m], want[str(m)], rtol=0, atol=1e-15), m
+        assert not np.all(ev["mean_rank"].values[m] == ev["expected"].values[m])
+    assert all(not np.any(v) for v in ev["mean_rank"].variances.values())
+
+
+def test_mean_rank_of_several_relevant_items_in_one_group() -> None:
+    # g = 1, t = 4, r = 2: mean ranks 1 + 5/3 and 1 + 10/3; a wholly relevant group: exact ranks
+    frame = pd.DataFrame({"row": ["a"] * 5 + ["b"] * 3, "user_id": ["u"] * 8,
+                          "item_id": list("pqrst") + list("xyz"),
+                          "label": [0, 1, 0, 1, 0, 1, 1, 0],
+                          "score": [2.0, 1, 1, 1, 1, 1, 1, 0]})  # fmt: skip
+    ev = evaluate(frame, parse_measures(["nDCG@10", "MRR@10"]), ["mean_rank", "input_order"])
+    ndcg, mrr = (ev["mean_rank"].values[parse_measures([m])[0]] for m in ("nDCG@10", "MRR@10"))
+    ideal = 1 + 1 / np.log2(3)
+    assert ndcg[0] == pytest.approx((1 / np.log2(1 + 5 / 3 + 1) + 1 / np.log2(1 + 10 / 3 + 1)) / ideal)
+    assert mrr[0] == pytest.approx(1 / (1 + 5 / 3))
+    assert ndcg[1] == pytest.approx(1.0) and mrr[1] == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize(
+    ("rule", "order"),
+    [("item_id_numeric", ["9", "10", "011", "100"]), ("item_id_numeric_desc", ["100", "011", "10", "9"]),
+     ("item_id", ["011", "10", "100", "9"]), ("docno_desc", ["9", "100", "10", "011"])],
+)  # fmt: skip
+def test_numeric_id_orders_against_text_orders(rule: str, order: list[str]) -> None:
+    ids = ["100", "9", "011", "10"]
+    for rel in ids:
+        frame = pd.DataFrame({"row": "a", "user_id": "u", "item_id": ids,
+                              "label": [int(i == rel) for i in ids], "score": 1.0})  # fmt: skip
+        ev = evaluate(frame, parse_measures(["HR@1"]), [rule], rank_cap=None)
+        rank = int(ev[rule].ranks[0, 0])
+        assert rank == order.index(rel) + 1, (rule, rel)
+
+
+def test_numeric_id_orders_refuse_other_ids_and_summary_tables() -> None:
+    frame = pd.DataFrame({"row": ["a", "a", "b", "b"], "user_id": "u", "item_id": ["1", "2", "3", "x7"],
+                          "label": [1, 0, 1, 0], "score": 1.0})  # fmt: skip
+    with pytest.raises(ValueError, match=r"item id 'x7' \(row 'b'\) is not a whole number"):
+        evaluate(frame, parse_measures(["HR@1"]), ["item_id_numeric"])
+    summary = pd.DataFrame({"row": ["a"], "user_id": ["u"], "item_id": ["1"], "label": [1],
+                            "score": [1.0], "n_higher": [0], "n_tied": [3], "n_lower": [0]})  # fmt: skip
+    with pytest.raises(ValueError, match="a summary table does not keep"):
+        evaluate(summary, parse_measures(["HR@1"]), ["item_id_numeric_desc"])

@@ -206,6 +206,7 @@ def _probe_parser(sub, fmt) -> None:
     import textwrap
 
     from .probe.adapters import adapters
+    from .probe.infer import DEFAULT_TIMEOUT, candidate_rules
 
     names = ", ".join(a.name for a in adapters())
 
@@ -225,8 +226,8 @@ def _probe_parser(sub, fmt) -> None:
         "values are each row's measure in order of first appearance. Give it as "
         "package.module:function or path/to/file.py:function, or name a built-in adapter: "
         f"{names}."),
-        epilog=wrap("the rule is printed as one word: a registered rule (input_order, "
-        "reversed_input, optimistic, pessimistic, expected, item_id, docno_desc, ...), "
+        epilog=wrap("the rule is printed as one word: a registered rule ("
+        f"{', '.join(str(r) for r in candidate_rules())}), "
         "unstable (the values change between runs, or with the stored order in a way no rule "
         "explains) or unknown (with the evidence)."),
         formatter_class=fmt,
@@ -237,6 +238,10 @@ def _probe_parser(sub, fmt) -> None:
                     help="the measure REF computes (default: nDCG@10; e.g. HR@10)")  # fmt: skip
     pr.add_argument("-o", "--out", metavar="DIR", default="tieaudit-probe",
                     help="output folder (default: ./tieaudit-probe)")  # fmt: skip
+    pr.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
+                    help="seconds one call of REF may take; the calls run in a child process, "
+                    f"stopped after that (default: {DEFAULT_TIMEOUT:g}; 0: no limit, in this "
+                    "process)")  # fmt: skip
 
 
 def _probe(args: argparse.Namespace) -> int:
@@ -244,8 +249,10 @@ def _probe(args: argparse.Namespace) -> int:
     from .probe.report import summary, write
 
     _check_out(args.out, "--out", folder=True)
+    if not args.timeout >= 0:  # NaN too
+        raise ValueError(f"--timeout {args.timeout:g}: give seconds above 0, or 0 for no limit")
     fn = load_evaluator(args.ref, args.metric)
-    res = probe(fn, args.metric, name=args.ref)
+    res = probe(fn, args.metric, name=args.ref, timeout=args.timeout or None)
     sys.stdout.write(summary(res))
     write(res, args.out)
     print(f"wrote {args.out}/probe.json, probe.md", file=sys.stderr)

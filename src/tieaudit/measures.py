@@ -85,9 +85,16 @@ class Measure:
         ``HR``, ``Recall``, ``P``: ``1[r <= k]``; ``nDCG``: ``1[r <= k] / log2(r + 1)``;
         ``MRR``: ``1[r <= k] / r``. For the ``"first"`` kind it applies to the best rank only.
         """
-        r = np.arange(max_rank + 1, dtype=np.float64)
         out = np.zeros(max_rank + 1, dtype=np.float64)
-        hit = (r >= 1) & (r <= self.k)
+        out[1:] = self.item_gain_at(np.arange(1, max_rank + 1, dtype=np.float64))
+        return out
+
+    def item_gain_at(self, rank: np.ndarray) -> np.ndarray:
+        """The per-item gain (:meth:`item_gains`' formulas) at ranks ``>= 1`` that may be
+        fractional: a tie group's mean rank plugged in (:mod:`tieaudit.rules.mean_rank`)."""
+        r = np.asarray(rank, dtype=np.float64)
+        out = np.zeros(r.shape, dtype=np.float64)
+        hit = r <= self.k
         if self.name == "nDCG":
             out[hit] = 1.0 / np.log2(r[hit] + 1.0)
         elif self.name == "MRR":

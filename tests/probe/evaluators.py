@@ -6,6 +6,7 @@ numpy and pandas only, without tieaudit: the probe must identify each from its v
 
 from __future__ import annotations
 
+import functools
 import itertools
 
 import numpy as np
@@ -80,13 +81,62 @@ def unstable(frame: pd.DataFrame, k: int) -> list[float]:
     return [_ndcg(lab[np.lexsort((rng.random(len(s)), -s))], k) for lab, s, _ in _rows(frame)]
 
 
-def mean_rank(frame: pd.DataFrame, k: int) -> list[float]:
-    """The pitfall: the tie group's mean rank plugged into nDCG."""
-    out = []
-    for lab, s, _ in _rows(frame):
-        r = pd.Series(s).rank(ascending=False, method="average").to_numpy()[lab == 1][0]
-        out.append(1.0 / np.log2(r + 1.0) if r <= k else 0.0)
+def _at_rank(shift: float):
+    def fn(frame: pd.DataFrame, k: int) -> list[float]:
+        out = []
+        for lab, s, _ in _rows(frame):
+            r = pd.Series(s).rank(ascending=False, method="average").to_numpy()[lab == 1][0]
+            out.append(1.0 / np.log2(r + shift + 1.0) if r + shift <= k else 0.0)
+        return out
+
+    return fn
+
+
+# the tie group's mean rank plugged into nDCG (OGB, PyKEEN), and the same half a place higher
+# (g + t / 2: a mean rank counted from 0)
+mean_rank = _at_rank(0.0)
+mean_rank_half_off = _at_rank(-0.5)
+
+
+# ---------------------------------------------------------------------- pitfalls of the probe
+_BUFFERS: dict[int, np.ndarray] = {}
+
+
+def reused_buffer(frame: pd.DataFrame, k: int) -> np.ndarray:
+    """Stored order (``input_order``), the values written into one buffer per length that every
+    call reuses and returns (no copy)."""
+    n = frame["row"].nunique()
+    out = _BUFFERS.setdefault(n, np.empty(n))
+    out[:] = input_order(frame, k)
     return out
+
+
+_LINES: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+
+
+@functools.cache
+def _user_ndcg(user: str, k: int) -> float:
+    labels, scores = _LINES[user]
+    return _ndcg(labels[np.argsort(-scores, kind="stable")], k)
+
+
+def cached_by_user(frame: pd.DataFrame, k: int) -> list[float]:
+    """Stored order (``input_order``) memoised per user id: a user seen before gets the value
+    cached for them, whatever their lines are now."""
+    users = frame.groupby("row", sort=False)["user_id"].first()
+    out = []
+    for user, (lab, s, _) in zip(users, _rows(frame), strict=True):
+        _LINES[user] = (lab, s)
+        out.append(_user_ndcg(user, k))
+    return out
+
+
+# ties by the number in the id (ascending, descending), not by its text
+item_number = _by_order(lambda s, lab, ids: np.lexsort((ids.astype(np.int64), -s)))
+item_number_desc = _by_order(lambda s, lab, ids: np.lexsort((-ids.astype(np.int64), -s)))
+# ties by the length of the id, then stored order: shorter numbers first, like item_number,
+# but not by their value among ids of one length
+by_id_length = _by_order(lambda s, lab, ids: np.lexsort(([len(i) for i in ids], -s)))
 
 
 #: The behaviours the probe names, each with its evaluator.
@@ -98,5 +148,8 @@ BEHAVIOURS = {
     "expected": expected,
     "item_id": item_id,
     "docno_desc": docno_desc,
+    "item_id_numeric": item_number,
+    "item_id_numeric_desc": item_number_desc,
+    "mean_rank": mean_rank,
     "unstable": unstable,
 }

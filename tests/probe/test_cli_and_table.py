@@ -4,6 +4,7 @@ pipeline writes (results/paper/evaluators.csv)."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import numpy as np
@@ -110,3 +111,85 @@ def test_evaluator_table_measures_the_inflation_on_the_first_rows_when_asked() -
     every = evaluator_table(full, "nDCG@10", names=names)
     assert some["rule"].tolist() == every["rule"].tolist()  # found on the crafted tables
     assert not np.allclose(some["mean"], every["mean"])
+
+
+_STUCK = """import signal, time
+def fn(candidates, k):
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    while True:
+        time.sleep(0.05)
+"""
+
+
+def test_a_stuck_evaluator_gives_one_line_and_exit_2(tmp_path: Path, capsys) -> None:
+    stuck = tmp_path / "stuck.py"
+    stuck.write_text(_STUCK)
+    ref = f"{stuck}:fn"
+    assert main(["probe", ref, "--timeout", "0.5", "-o", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert err == (f"tieaudit: error: {ref} did not return within 0.5 s on the crafted tie cases "
+                   "and was stopped (--timeout sets the limit)\n")  # fmt: skip
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("timeout", ["-1", "nan"])
+def test_a_bad_timeout_is_refused(timeout: str, tmp_path: Path, capsys) -> None:
+    assert main(["probe", "numpy-stable", "--timeout", timeout, "-o", str(tmp_path / "o")]) == 2
+    assert "--timeout" in capsys.readouterr().err
+
+
+_EXITS = {
+    "exit0": ("import sys\n", "sys.exit(0)", "called sys.exit(0)"),
+    "exit5": ("import sys\n", "sys.exit(5)", "called sys.exit(5)"),
+    "custom": ("class Stop(BaseException):\n    pass\n", "raise Stop('halt')",
+               "raised Stop (a BaseException)"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("where", ["evaluator", "module"])
+@pytest.mark.parametrize("how", list(_EXITS))
+@pytest.mark.parametrize("timeout", ["0", "30"])
+def test_exits_give_one_line_naming_the_evaluator(
+    how: str, where: str, timeout: str, tmp_path: Path, capsys
+) -> None:
+    head, stmt, said = _EXITS[how]
+    body = f"    {stmt}\n" if where == "evaluator" else "    return []\n"
+    top = f"{stmt}\n" if where == "module" else ""
+    path = tmp_path / f"{how}_{where}.py"
+    path.write_text(f"{head}{top}def fn(candidates, k):\n{body}")
+    ref = f"{path}:fn"
+    assert main(["probe", ref, "--timeout", timeout, "-o", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("tieaudit: error: ") and err.count("\n") == 1, err
+    assert said in err and (ref in err if where == "evaluator" else str(path) in err), err
+    assert not (tmp_path / "out").exists()
+
+
+def test_probe_help_lists_the_rules_it_can_name(capsys) -> None:
+    from tieaudit.probe import candidate_rules
+
+    with pytest.raises(SystemExit):
+        main(["probe", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert ", ".join(str(r) for r in candidate_rules()) in text
+
+
+def _stuck_build(measure):
+    def fn(candidates, k):
+        while True:
+            time.sleep(0.05)
+
+    return fn
+
+
+def test_a_stuck_adapter_is_an_error_row_of_the_table(monkeypatch: pytest.MonkeyPatch) -> None:
+    stuck = Adapter("stuck", "Stuck", "json", "no-such-dist-xyz", "stuck()", ("nDCG",),
+                    _stuck_build)  # fmt: skip
+    monkeypatch.setitem(adapters_base._REGISTRY, "stuck", stuck)
+    monkeypatch.setattr(Adapter, "version", lambda self: "1.0")
+    table = evaluator_table(standard_table(rows=20), "nDCG@10", names=["stuck"], timeout=0.5)
+    row = table.iloc[0]
+    assert row["rule"] == "error"
+    assert row["note"] == ("stuck did not return within 0.5 s on the crafted tie cases and was "
+                           "stopped (--timeout sets the limit)")  # fmt: skip

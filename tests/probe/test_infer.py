@@ -4,6 +4,10 @@ their values alone, says how it decided, and refuses evaluators that return no u
 from __future__ import annotations
 
 import json
+import os
+import signal
+import sys
+import time
 
 import numpy as np
 import pandas as pd
@@ -12,7 +16,8 @@ import pytest
 from tieaudit.evaluate import evaluate
 from tieaudit.measures import parse_measure
 from tieaudit.probe import ProbeError, candidate_rules, probe
-from tieaudit.probe.cases import crafted_table, probe_tables
+from tieaudit.probe.calls import Caller, call_evaluator
+from tieaudit.probe.cases import crafted_table, probe_tables, standard_table
 from tieaudit.probe.report import summary, to_json, to_markdown
 from tieaudit.rules import RuleKind, TieRule, get_kind, rule_kinds
 from tieaudit.rules import base as rules_base
@@ -41,7 +46,8 @@ def test_identified_at_other_cutoffs(behaviour: str, metric: str) -> None:
 def test_candidates_are_the_registered_unseeded_single_ranking_rules() -> None:
     names = [str(r) for r in candidate_rules()]
     assert names == ["input_order", "reversed_input", "optimistic", "pessimistic", "expected",
-                     "item_id", "docno_desc"]  # fmt: skip
+                     "item_id", "docno_desc", "item_id_numeric", "item_id_numeric_desc",
+                     "mean_rank"]  # fmt: skip
     assert names == [k.name for k in rule_kinds() if k.name in names]  # registry order
 
 
@@ -59,7 +65,10 @@ def test_crafted_cases_tell_every_candidate_apart(metric: str) -> None:
     names = list(stacked)
     for i, a in enumerate(names):
         for b in names[i + 1 :]:
-            assert not np.allclose(stacked[a], stacked[b], atol=1e-6), (a, b)
+            # at k = 1 the mean rank g + (t+1)/2 and the last place g + t are inside the cutoff
+            # together (g = 0, t = 1): one function of the ranks, which no case can tell apart
+            same = measure.k == 1 and {a, b} == {"pessimistic", "mean_rank"}
+            assert np.allclose(stacked[a], stacked[b], atol=1e-6) == same, (a, b)
 
 
 def test_crafted_cases_have_groups_larger_than_insertion_sort() -> None:
@@ -74,11 +83,19 @@ def test_numpy_quicksort_is_unstable_with_evidence() -> None:
     assert any(e.startswith("closest rule:") for e in res.evidence)
 
 
-def test_mean_rank_plugged_in_is_unknown_and_says_why() -> None:
-    res = probe(E.mean_rank, "nDCG@10")
-    assert res.rule == "unknown" and res.invariant
-    assert any("mean rank" in e for e in res.evidence), res.evidence
-    assert any("none that an order of the tie group gives" in e for e in res.evidence)
+@pytest.mark.parametrize("metric", ["nDCG@10", "nDCG@2", "nDCG@20"])
+def test_mean_rank_plugged_in_is_named_and_a_half_place_off_is_not(metric: str) -> None:
+    res = probe(E.mean_rank, metric)
+    assert res.rule == "mean_rank" and res.invariant and res.deterministic, res.evidence
+    off = probe(E.mean_rank_half_off, metric)
+    assert off.rule == "unknown" and off.invariant
+    assert any("none that an order of the tie group gives" in e for e in off.evidence)
+
+
+def test_at_cutoff_1_the_mean_rank_is_not_told_from_the_last_place() -> None:
+    res = probe(E.mean_rank, "nDCG@1")
+    assert res.rule == "unknown" and res.matches == ["pessimistic", "mean_rank"]
+    assert "with nDCG@1 the crafted cases cannot tell pessimistic from mean_rank" in res.evidence
 
 
 def test_inflation_of_stored_order_on_the_standard_table() -> None:
@@ -181,3 +198,162 @@ def test_reports_hold_the_verdict() -> None:
     assert "| tie rule | reversed_input |" in md and "## Evidence" in md
     text = summary(res)
     assert "tie rule:            reversed_input" in text and len(text.splitlines()) <= 24
+
+
+# ---------------------------------------------------------------------- evaluators that fool a naive probe
+@pytest.mark.parametrize("timeout", [None, 60.0])
+def test_a_reused_buffer_is_copied(timeout: float | None) -> None:
+    res = probe(E.reused_buffer, "nDCG@10", timeout=timeout)
+    assert res.rule == "input_order" and not res.invariant, res.evidence
+    assert res.mean == pytest.approx(probe(E.input_order, "nDCG@10").mean, abs=0)
+
+
+@pytest.mark.parametrize("timeout", [None, 60.0])
+def test_a_cache_by_user_id_does_not_read_as_invariant(timeout: float | None) -> None:
+    res = probe(E.cached_by_user, "nDCG@10", timeout=timeout)
+    assert res.rule == "input_order" and not res.invariant, res.evidence
+    again = probe(E.cached_by_user, "nDCG@10", timeout=timeout)  # its cache is warm now
+    assert again.rule == "input_order" and again.as_dict() == res.as_dict()
+
+
+def test_every_call_sees_row_and_user_ids_no_other_call_saw() -> None:
+    seen: list[tuple[list[str], list[str], list[str]]] = []
+
+    def spy(frame: pd.DataFrame, k: int) -> list[float]:
+        seen.append((list(frame["row"].unique()), list(frame["user_id"].unique()),
+                     list(frame["item_id"])))  # fmt: skip
+        return E.input_order(frame, k)
+
+    probe(spy, "nDCG@10", timeout=None)
+    crafted = seen[:-1]  # the last call is the standard table
+    rows = [r for s in crafted for r in s[0]]
+    users = [u for s in crafted for u in s[1]]
+    assert len(set(rows)) == len(rows) and len(set(users)) == len(users)
+    assert all(s[0] == sorted(s[0]) for s in crafted)  # first appearance is still id order
+    assert all(i.isdigit() for s in seen for i in s[2])  # item ids are whole numbers
+
+
+def test_ids_tell_numeric_from_code_point_order() -> None:
+    table, lays = crafted_table(parse_measure("nDCG@10"))
+    assert any(lay.numeric_place not in (lay.id_place, lay.m - lay.id_place) for lay in lays)
+    for lay in lays:
+        ids = lay.group_ids()
+        assert ids == sorted(ids)  # code-point order
+        assert sorted(ids, key=int).index(ids[lay.id_place]) == lay.numeric_place
+    assert probe(E.item_id, "nDCG@10").rule == "item_id"
+
+
+def test_values_come_back_from_the_child_bit_for_bit() -> None:
+    table = crafted_table(parse_measure("nDCG@10"))[0]
+    with Caller(E.expected, "exp", timeout=60) as call:
+        there = call(table, 10, "crafted tie cases", ".x")
+    assert np.array_equal(there, call_evaluator(E.expected, table, 10, tag=".x"))
+    assert there.dtype == np.float64
+
+
+# ---------------------------------------------------------------------- stuck, exiting evaluators
+def _stuck(frame: pd.DataFrame, k: int) -> list[float]:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # as outside a terminal
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    while True:
+        time.sleep(0.05)
+
+
+def _late(frame: pd.DataFrame, k: int) -> list[float]:
+    if len(frame) >= 20_000:  # fast on the crafted cases, stuck on the standard table
+        _stuck(frame, k)
+    return E.input_order(frame, k)
+
+
+class _Custom(BaseException):
+    pass
+
+
+def _exit0(frame, k):
+    sys.exit(0)
+
+
+def _exit3(frame, k):
+    sys.exit(3)
+
+
+def _custom(frame, k):
+    raise _Custom("out of band")
+
+
+def _dies(frame, k):
+    os._exit(0)
+
+
+def test_a_stuck_evaluator_is_stopped_and_named() -> None:
+    start = time.monotonic()
+    with pytest.raises(ProbeError) as info:
+        probe(_stuck, "nDCG@10", name="stuck", timeout=0.5)
+    assert time.monotonic() - start < 30
+    assert str(info.value) == (
+        "stuck did not return within 0.5 s on the crafted tie cases and was stopped "
+        "(--timeout sets the limit)"
+    )
+    with pytest.raises(ProbeError, match="late did not return within 0.5 s on the standard"):
+        probe(_late, "nDCG@10", name="late", timeout=0.5)
+
+
+@pytest.mark.parametrize("timeout", [None, 60.0])
+@pytest.mark.parametrize(
+    ("fn", "message"),
+    [
+        (_exit0, "mine called sys.exit(0) on the crafted tie cases"),
+        (_exit3, "mine called sys.exit(3) on the crafted tie cases"),
+        (_custom, "mine raised _Custom (a BaseException) on the crafted tie cases: out of band"),
+    ],
+)
+def test_exits_and_base_exceptions_are_errors(fn, message: str, timeout: float | None) -> None:
+    with pytest.raises(ProbeError) as info:
+        probe(fn, "nDCG@10", name="mine", timeout=timeout)
+    assert str(info.value) == message
+
+
+def test_an_evaluator_ending_its_process_is_named() -> None:
+    with pytest.raises(ProbeError, match=r"^mine ended the process running it \(exit status 0\)"):
+        probe(_dies, "nDCG@10", name="mine")
+
+
+@pytest.mark.parametrize("metric", ["nDCG@10", "nDCG@1", "nDCG@3"])
+def test_numeric_id_orders_are_named_and_near_misses_are_not(metric: str) -> None:
+    for fn, rule in ((E.item_number, "item_id_numeric"),
+                     (E.item_number_desc, "item_id_numeric_desc")):  # fmt: skip
+        res = probe(fn, metric)
+        assert res.rule == rule and res.invariant, res.evidence
+    # the same sorts on the ids' text, and ties by the ids' length then stored order
+    assert probe(E.item_id, metric).rule == "item_id"
+    assert probe(E.docno_desc, metric).rule == "docno_desc"
+    assert probe(E.by_id_length, metric).rule not in ("item_id_numeric", "item_id_numeric_desc")
+
+
+def test_a_numeric_rule_is_not_checked_on_a_table_whose_ids_are_no_numbers() -> None:
+    def numbers_if_any(frame: pd.DataFrame, k: int) -> list[float]:
+        numeric = frame["item_id"].str.fullmatch("[0-9]+").all()
+        return (E.item_number if numeric else E.item_id)(frame, k)
+
+    table = standard_table(rows=30).to_frame()
+    table["item_id"] = "i" + table["item_id"]
+    res = probe(numbers_if_any, "nDCG@10", inflation_table=table)
+    assert res.rule == "item_id_numeric"
+    assert "item id 'i00099' (row 's00001') is not a whole number" in res.evidence[-1]
+
+
+def test_calls_run_in_a_child_unless_there_is_no_fork(monkeypatch: pytest.MonkeyPatch) -> None:
+    pids: set[int] = set()
+
+    def where(frame: pd.DataFrame, k: int) -> list[float]:
+        pids.add(os.getpid())
+        return E.input_order(frame, k)
+
+    table = crafted_table(parse_measure("nDCG@10"))[0]
+    with Caller(where, "w", timeout=60) as call:
+        child = call(table, 10, "crafted tie cases")
+    assert not pids  # the calls ran in another process
+    monkeypatch.setattr("multiprocessing.get_all_start_methods", lambda: ["spawn"])
+    with Caller(where, "w", timeout=60) as call:
+        assert np.array_equal(call(table, 10, "crafted tie cases"), child)
+    assert pids == {os.getpid()}

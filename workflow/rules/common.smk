@@ -119,6 +119,14 @@ def check_config(config):
     rules = parsed_list(
         errors, "evaluation.rules", ev["rules"], parse_rule, "tie rules"
     )
+    if "full" in ev["candidates"]:
+        for rule in rules:
+            if not rule.spec.on_summary:
+                errors.append(
+                    f"config: evaluation.rules: {rule} cannot be evaluated on the full "
+                    "catalogue (evaluation.candidates: full): its summary tables keep no "
+                    "tie members' ids"
+                )
     try:
         reported = parse_rule(ev["reported_rule"])
     except ValueError as exc:

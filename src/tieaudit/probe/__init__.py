@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from .adapters import Adapter, AdapterError, adapters, get_adapter
 from .infer import (
+    DEFAULT_TIMEOUT,
     TOLERANCE,
     UNKNOWN,
     UNSTABLE,
@@ -34,6 +35,7 @@ from .table import EVALUATOR_COLUMNS, evaluator_table
 __all__ = [
     "Adapter",
     "AdapterError",
+    "DEFAULT_TIMEOUT",
     "EVALUATOR_COLUMNS",
     "Evaluator",
     "ProbeError",

@@ -11,8 +11,11 @@ Crafted cases
     sorts first, in the middle or last among the group's ids: the stored order and the id
     order disagree in most rows, which is what tells ``input_order`` from ``item_id`` (and
     their reverses) apart. The other members are stored in a seeded order, and the higher and
-    lower candidates interleaved with the group at seeded places; ids are zero-padded so that
-    their code-point order is their numeric order.
+    lower candidates interleaved with the group at seeded places. Item ids are whole numbers
+    written without padding, and a group's ids have three and four digits (``900``, ``901``,
+    ..., ``1000``, ``1001``, ...): their code-point order (the four-digit ones first) is a
+    rotation of their numeric order, so the relevant item's place by code point and by number
+    differ, and an order by the number in the id is told from ``item_id``.
 
 Permuted copies
     The audit's within-row permutations (:func:`tieaudit.audit.permute_within_rows`): the
@@ -21,7 +24,8 @@ Permuted copies
 Standard tie-heavy table
     :func:`standard_table`: ``rows`` rows of one relevant item and 99 sampled negatives with
     scores on five integer levels (the relevant item one level higher on average), ids drawn
-    from one id space (the relevant id sorts anywhere among them), the relevant item stored
+    from one id space (the relevant id sorts anywhere among them; whole numbers, zero-padded:
+    by code point and by number in the same order), the relevant item stored
     first, as a sampled-negatives evaluation usually stores it. Seeded; the same on every
     machine.
 """
@@ -59,13 +63,35 @@ _LOWER = 2  # candidates scoring below the tie group in every row
 class Layout:
     """One crafted row: ``m`` others tied with the relevant item below ``g`` higher candidates;
     the relevant item's place among the group in stored order (``stored``) and in id order
-    (``id_place``), 0-based; ``higher_tied``: the higher candidates tie in pairs."""
+    (``id_place``, code points), 0-based; ``higher_tied``: the higher candidates tie in
+    pairs."""
 
     m: int
     g: int
     stored: int
     id_place: int
     higher_tied: bool
+
+    @property
+    def short_ids(self) -> int:
+        """How many of the group's ids have three digits: numerically the smallest, by code
+        point the last (at least one, so that the two orders differ)."""
+        return max(1, (self.m + 1) // 3)
+
+    @property
+    def numeric_place(self) -> int:
+        """The relevant item's place among the group in numeric id order (0-based)."""
+        long_ids = self.m + 1 - self.short_ids
+        q = self.id_place
+        return q + self.short_ids if q < long_ids else q - long_ids
+
+    def group_ids(self) -> list[str]:
+        """The group's ids in code-point order: the four-digit ones, then the three-digit
+        ones."""
+        long_ids = self.m + 1 - self.short_ids
+        return [str(1000 + j) for j in range(long_ids)] + [
+            str(900 + j) for j in range(self.short_ids)
+        ]
 
     def describe(self) -> str:
         t = self.m + 1
@@ -100,8 +126,7 @@ def layouts(measure: Measure) -> list[Layout]:
 def _row_lines(row: str, lay: Layout, rng: np.random.Generator) -> list[tuple]:
     """The lines of one crafted row, interleaved in a seeded order that keeps the tie group's
     stored order."""
-    t = lay.m + 1
-    ids = [f"t{j:03d}" for j in range(t)]
+    ids = lay.group_ids()
     relevant = ids[lay.id_place]
     others = [x for x in ids if x != relevant]
     # the other members in a drawn order, so that stored order and id order disagree
@@ -110,10 +135,11 @@ def _row_lines(row: str, lay: Layout, rng: np.random.Generator) -> list[tuple]:
     order = others_stored[: lay.stored] + [relevant] + others_stored[lay.stored :]  # stored
     user = f"u{row[1:]}"
     group = [(row, user, item, int(item == relevant), 1.0) for item in order]
+    # ids starting with other digits than the group's: never one of its ids
     higher = [
-        (row, user, f"h{j:03d}", 0, 2.0 + (j // 2 if lay.higher_tied else j)) for j in range(lay.g)
+        (row, user, f"7{j}", 0, 2.0 + (j // 2 if lay.higher_tied else j)) for j in range(lay.g)
     ]
-    lower = [(row, user, f"l{j:03d}", 0, 0.5 - 0.25 * j) for j in range(_LOWER)]
+    lower = [(row, user, f"5{j}", 0, 0.5 - 0.25 * j) for j in range(_LOWER)]
     rest = higher + lower
     slots = np.sort(rng.choice(len(group) + len(rest), size=len(rest), replace=False))
     lines: list[tuple] = []
@@ -172,8 +198,8 @@ def standard_table(rows: int = 200, negatives: int = 99) -> CandidateTable:
         levels = rng.choice(5, size=negatives, p=[0.45, 0.3, 0.15, 0.07, 0.03])
         relevant = min(4, int(rng.choice(5, p=[0.2, 0.3, 0.25, 0.15, 0.1])))
         ids = rng.permutation(negatives + 1)  # one id space: the relevant id sorts anywhere
-        lines.append((row, user, f"i{ids[0]:05d}", 1, float(relevant)))
+        lines.append((row, user, f"{ids[0]:05d}", 1, float(relevant)))
         lines += [
-            (row, user, f"i{j:05d}", 0, float(s)) for j, s in zip(ids[1:], levels, strict=True)
+            (row, user, f"{j:05d}", 0, float(s)) for j, s in zip(ids[1:], levels, strict=True)
         ]
     return _table(lines, "standard tie-heavy table")

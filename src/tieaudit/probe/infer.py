@@ -5,7 +5,8 @@ is a DataFrame with columns ``row, user_id, item_id, label, score`` in stored or
 result is one value of the measure per row, in order of first appearance.
 
 The probe runs it twice on every table of :func:`tieaudit.probe.cases.probe_tables` (the
-crafted tie cases and their permuted copies) and compares each run, row by row (tolerance
+crafted tie cases and their permuted copies; every call with fresh row and user ids, in a child
+process with a time limit per call: :mod:`tieaudit.probe.calls`) and compares each run, row by row (tolerance
 :data:`TOLERANCE`), with what every candidate rule gives there: the candidates are read from the
 registry (:func:`candidate_rules`: every unseeded rule kind giving one ranking or an exact
 distribution), and their values come from :func:`tieaudit.evaluate` on the same tables, so a
@@ -28,20 +29,21 @@ exact expectation, with the ``optimistic`` and ``pessimistic`` bounds.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from ..candidates import REQUIRED_COLUMNS, CandidateTable, as_table
+from ..candidates import CandidateTable, as_table
 from ..evaluate import EXACT_RULE, evaluate
 from ..measures import Measure, parse_measure
 from ..rules import Result, TieRule, rule_kinds
+from .calls import DEFAULT_TIMEOUT, Caller, Evaluator, ProbeError, call_evaluator
 from .cases import Layout, crafted_table, probe_tables, standard_table
 
 __all__ = [
+    "DEFAULT_TIMEOUT",
     "Evaluator",
     "ProbeError",
     "ProbeResult",
@@ -54,7 +56,6 @@ __all__ = [
     "probe",
 ]
 
-Evaluator = Callable[[pd.DataFrame, int], Sequence[float]]
 #: Largest difference between a returned value and a rule's value that still counts as equal.
 TOLERANCE = 1e-9
 #: The tolerance tried when nothing matches within :data:`TOLERANCE`: an evaluator computing in
@@ -65,78 +66,11 @@ UNKNOWN = "unknown"
 RUNS = 2  # runs of the evaluator on every table
 
 
-class ProbeError(ValueError):
-    """The evaluator under test failed: it raised, or returned something that is not one number
-    per row."""
-
-
 def candidate_rules() -> list[TieRule]:
     """The rules a probe can identify: every registered kind that takes no seed and gives one
     ranking or an exact distribution (read from the registry when called)."""
     keep = (Result.RANKING, Result.DISTRIBUTION)
     return [TieRule(k.name) for k in rule_kinds() if not k.seeded and k.result in keep]
-
-
-def _frame(table: CandidateTable) -> pd.DataFrame:
-    frame = table.to_frame()[list(REQUIRED_COLUMNS)]
-    frame["label"] = frame["label"].astype(np.int64)
-    return frame
-
-
-def _shown(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
-
-
-def call_evaluator(
-    fn: Evaluator, table: CandidateTable, k: int, *, name: str = "evaluator", where: str = ""
-) -> np.ndarray:
-    """Run ``fn`` on ``table`` (a fresh DataFrame) and check its result: one finite number per
-    row; otherwise a :class:`ProbeError` naming what it returned."""
-    on = f" on the {where}" if where else ""
-    try:
-        out = fn(_frame(table), k)
-    except Exception as exc:
-        raise ProbeError(f"{name} raised {type(exc).__name__}{on}: {exc}") from exc
-    if out is None or isinstance(out, (str, bytes, dict)) or not hasattr(out, "__len__"):
-        raise ProbeError(
-            f"{name} returned {_shown(out)}{on}; it must return one number per row "
-            "(a sequence of floats)"
-        )
-    try:
-        values = np.asarray(out, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        bad = next((v for v in out if not _is_number(v)), None)
-        raise ProbeError(
-            f"{name} returned values that are not numbers{on}: {_shown(bad)} ({exc})"
-        ) from None
-    if values.ndim != 1:
-        raise ProbeError(
-            f"{name} returned an array of shape {values.shape}{on}; it must return one number "
-            "per row"
-        )
-    if len(values) != table.n_rows:
-        raise ProbeError(
-            f"{name} returned {len(values)} values for {table.n_rows} rows{on}; it must return "
-            "one value per row, in order of first appearance"
-        )
-    bad_rows = np.flatnonzero(~np.isfinite(values))
-    if len(bad_rows):
-        i = int(bad_rows[0])
-        raise ProbeError(
-            f"{name} returned {values[i]} for row {table.row_ids[i]!r} (row {i + 1} of "
-            f"{table.n_rows}){on}"
-            + (f", and {len(bad_rows) - 1} more" if len(bad_rows) > 1 else "")
-        )
-    return values
-
-
-def _is_number(v: Any) -> bool:
-    try:
-        float(v)
-    except (TypeError, ValueError):
-        return False
-    return True
 
 
 @dataclass
@@ -201,8 +135,6 @@ class _Observed:
     runs: dict[str, list[np.ndarray]]
     predicted: dict[str, dict[str, np.ndarray]]
     possible: dict[str, list[np.ndarray]]
-    g: dict[str, np.ndarray]
-    t: dict[str, np.ndarray]
     tol: float = TOLERANCE
 
     def close(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -217,38 +149,29 @@ class _Observed:
         }
 
 
+def _tag(measure: Measure, call: int) -> str:
+    """The suffix of every row and user id in one call: each call of a probe sees ids no other
+    call saw (a cache keyed on them is of no use), the same ones in every probe of ``measure``."""
+    return f".{measure}.c{call:02d}"
+
+
 def _observe(
-    fn: Evaluator, measure: Measure, rules: list[TieRule], name: str
+    call: Caller, measure: Measure, rules: list[TieRule]
 ) -> tuple[_Observed, list[Layout]]:
     base, lays = crafted_table(measure)
     tables = probe_tables(base)
-    runs, predicted, possible, g, t = {}, {}, {}, {}, {}
-    for tname, table in tables.items():
+    runs, predicted, possible = {}, {}, {}
+    for n, (tname, table) in enumerate(tables.items()):
         where = f"crafted tie cases ({tname})" if tname != "stored" else "crafted tie cases"
         runs[tname] = [
-            call_evaluator(fn, table, measure.k, name=name, where=where) for _ in range(RUNS)
+            call(table, measure.k, where, _tag(measure, RUNS * n + j)) for j in range(RUNS)
         ]
         ev = evaluate(table, [measure], rules, n_seeds=1, rank_cap=None)
         predicted[tname] = {str(r): ev[r].values[measure] for r in rules}
         ts = ev.structure  # one relevant item per row: items are rows
         gains = measure.gains(int((ts.g + ts.t).max()) + 1)
         possible[tname] = [gains[a + 1 : a + b + 1] for a, b in zip(ts.g, ts.t, strict=True)]
-        g[tname], t[tname] = ts.g, ts.t
-    return _Observed(tables, runs, predicted, possible, g, t), lays
-
-
-def _value_at(measure: Measure, rank: np.ndarray) -> np.ndarray:
-    """The measure of one relevant item at a (possibly fractional) rank."""
-    inside = rank <= measure.k
-    if measure.name == "nDCG":
-        v = 1.0 / np.log2(rank + 1.0)
-    elif measure.name == "MRR":
-        v = 1.0 / rank
-    elif measure.name == "P":
-        v = np.full(rank.shape, 1.0 / measure.k)
-    else:
-        v = np.ones(rank.shape)
-    return np.where(inside, v, 0.0)
+    return _Observed(tables, runs, predicted, possible), lays
 
 
 def _fmt(v: float) -> str:
@@ -350,16 +273,7 @@ def _verdict(obs: _Observed, lays: list[Layout], rules: list[str], measure: Meas
             f"e.g. {_row_text(obs, lays, n, i)}: {_fmt(x)}, while the orders give "
             f"{len(obs.possible[n][i])} values from {_fmt(lo)} to {_fmt(hi)}"
         )
-    mean_rank = all(
-        obs.close(v, _value_at(measure, obs.g[n] + (obs.t[n] + 1) / 2.0)).all()
-        for n in names for v in obs.runs[n]
-    )  # fmt: skip
-    if mean_rank:
-        evidence.append(
-            "every value is the measure at the tie group's mean rank g + (t + 1) / 2: a mean "
-            "rank plugged into the measure, which is not the expected measure"
-        )
-    elif rule == UNKNOWN and not impossible:
+    if rule == UNKNOWN and not impossible:
         evidence.append(
             "deterministic, row-order invariant and every value is one that some order of the "
             "tie group gives, but no registered rule gives these values: a fixed order the "
@@ -382,17 +296,24 @@ def probe(
     *,
     name: str = "evaluator",
     inflation_table: CandidateTable | pd.DataFrame | str | None = None,
+    timeout: float | None = DEFAULT_TIMEOUT,
 ) -> ProbeResult:
     """Probe ``fn`` (see the module docstring); ``metric`` is the measure it computes.
 
     ``inflation_table`` (default: :func:`tieaudit.probe.cases.standard_table`) is the table its
     mean is compared with the exact expectation on; one relevant item per row is not needed
-    there. Raises :class:`ProbeError` when ``fn`` raises or returns something other than one
-    finite number per row.
+    there. ``timeout``: seconds one call of ``fn`` may take; the calls run in a child process
+    that is stopped when one takes longer (``None``: in this process, without a limit;
+    :mod:`tieaudit.probe.calls`). Raises :class:`ProbeError` when ``fn`` raises (``SystemExit``
+    included), does not return in time, or returns something other than one finite number per
+    row.
     """
     measure = parse_measure(metric)
     rules = candidate_rules()
-    obs, lays = _observe(fn, measure, rules, name)
+    table = standard_table() if inflation_table is None else as_table(inflation_table)
+    with Caller(fn, name, timeout) as call:
+        obs, lays = _observe(call, measure, rules)
+        values = call(table, measure.k, table.source)
     names = [str(r) for r in rules]
     found = _verdict(obs, lays, names, measure)
     if not found.matches:  # single precision?
@@ -404,10 +325,15 @@ def probe(
                 "in single precision (float32)"
             )
             found = loose
-    table = standard_table() if inflation_table is None else as_table(inflation_table)
-    values = call_evaluator(fn, table, measure.k, name=name, where=table.source)
     check = [TieRule(found.rule)] if found.rule in names else []
-    ev = evaluate(table, [measure], [EXACT_RULE, *check], n_seeds=1)
+    try:
+        ev = evaluate(table, [measure], [EXACT_RULE, *check], n_seeds=1)
+    except ValueError as exc:  # e.g. an order by the number in the id, and other ids here
+        if not check:
+            raise
+        found.evidence.append(f"not checked on the {table.source}: {exc}")
+        check = []
+        ev = evaluate(table, [measure], [EXACT_RULE], n_seeds=1)
     low, high = ev.bounds()
     if check:  # the rule must give the values on this table too
         want = ev[found.rule].values[measure]

@@ -9,7 +9,7 @@ from pathlib import Path
 from .._loading import exec_file
 from ..measures import Measure
 from .adapters import AdapterError, adapter_names, get_adapter
-from .infer import Evaluator, ProbeError
+from .calls import Evaluator, ProbeError, raised
 
 __all__ = ["load_evaluator"]
 
@@ -48,8 +48,10 @@ def _import(name: str, ref: str):
         raise ProbeError(
             f"cannot import {name!r} ({ref}): {exc}; a file is given as 'path/to/file.py:function'"
         ) from exc
-    except Exception as exc:
-        raise ProbeError(f"importing {name!r} ({ref}) raised {type(exc).__name__}: {exc}") from exc
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - sys.exit at import is the module's failure
+        raise raised(f"importing {name!r} ({ref})", exc) from exc
 
 
 def _file_module(path_text: str, ref: str):
@@ -58,5 +60,8 @@ def _file_module(path_text: str, ref: str):
         raise ProbeError(f"no file {path_text} ({ref})")
     try:
         return exec_file(path, "_tieaudit_probe")
-    except Exception as exc:
-        raise ProbeError(f"running {path_text} ({ref}) raised {type(exc).__name__}: {exc}") from exc
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - sys.exit at import is the module's failure
+        raise raised(f"running {path_text} ({ref})", exc) from exc
+

@@ -19,7 +19,7 @@ import pandas as pd
 from ..candidates import CandidateTable, as_table
 from ..measures import Measure, parse_measure
 from .adapters import Adapter, AdapterError, adapters
-from .infer import ProbeError, ProbeResult, probe
+from .infer import DEFAULT_TIMEOUT, ProbeError, ProbeResult, probe
 
 __all__ = ["EVALUATOR_COLUMNS", "evaluator_table"]
 
@@ -36,7 +36,9 @@ def _measures(measure: Measure) -> list[Measure]:
     return [measure] + ([Measure("HR", measure.k)] if measure.name != "HR" else [])
 
 
-def _row(adapter: Adapter, measure: Measure, table: CandidateTable) -> dict[str, object]:
+def _row(
+    adapter: Adapter, measure: Measure, table: CandidateTable, timeout: float | None
+) -> dict[str, object]:
     rec: dict[str, object] = {c: np.nan for c in _NUMBERS}
     rec.update(adapter=adapter.name, library=adapter.library, call=adapter.call)
     version = adapter.version()
@@ -54,7 +56,7 @@ def _row(adapter: Adapter, measure: Measure, table: CandidateTable) -> dict[str,
             continue
         rec["metric"] = str(m)
         try:
-            res = probe(fn, m, name=adapter.name, inflation_table=table)
+            res = probe(fn, m, name=adapter.name, inflation_table=table, timeout=timeout)
         except ProbeError as exc:
             rec.update(rule="error", invariant="", note="; ".join([*notes, str(exc)]))
             return rec
@@ -80,10 +82,13 @@ def evaluator_table(
     metric: str | Measure = "nDCG@10",
     names: Sequence[str] | None = None,
     rows: int | None = None,
+    timeout: float | None = DEFAULT_TIMEOUT,
 ) -> pd.DataFrame:
     """Probe every registered adapter (or those ``names``) with ``metric``, the inflation
     measured on ``data`` (its first ``rows`` rows when given: the adapters that call a library
-    once a row cost milliseconds a row); one row each, in registration order."""
+    once a row cost milliseconds a row); one row each, in registration order. ``timeout``:
+    seconds one call of an adapter may take (:func:`tieaudit.probe.probe`); one that takes
+    longer is a row with the rule ``error``."""
     table = as_table(data)
     if rows is not None:
         table = table.head(rows)
@@ -93,5 +98,5 @@ def evaluator_table(
         if names is not None and adapter.name not in names:
             continue
         log.info("probing %s", adapter.name)
-        records.append(_row(adapter, measure, table))
+        records.append(_row(adapter, measure, table, timeout))
     return pd.DataFrame(records, columns=list(EVALUATOR_COLUMNS))

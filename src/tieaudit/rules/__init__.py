@@ -13,7 +13,9 @@ every registered kind (it is the README's), :func:`help_text` the CLI's list.
 scores unchanged, leaves the ranking unchanged. ``random:SEED`` is the common "fix" that still
 depends on row order, because the shuffle permutes stored positions; ``reversed_input`` is the
 order ``np.argsort(scores)[::-1]`` gives. ``item_id`` and ``docno_desc`` are invariant but
-biased: they favour items whose ids sort first (last). With several relevant items in one tie
+biased: they favour items whose ids sort first (last); ``item_id_numeric`` and
+``item_id_numeric_desc`` compare the numbers the ids write instead of their text. ``mean_rank``
+is no order but the measure at the tie group's mean rank, as link-prediction papers report it. With several relevant items in one tie
 group, ``optimistic`` and ``pessimistic`` give them the group's first (last) places; the measures
 do not depend on which relevant item gets which.
 
@@ -50,12 +52,14 @@ __all__ = [
 # The built-in rule kinds, one module each (or one per small family); importing registers them,
 # in the order of the tables and of a summary table's ``before:`` columns.
 from . import input_order, reversed_input, bounds, expected, hashed, random, ids  # noqa: E402, F401
+from . import numeric_ids, mean_rank  # noqa: E402, F401
 
 #: The kinds registered when this package was imported.
 RULE_KINDS = tuple(k.name for k in rule_kinds())
 
 #: The paper's rules: every kind but ``reversed_input`` and ``docno_desc`` (added for TREC runs
-#: by the CLI), seed 0 for the seeded ones.
+#: by the CLI), the numeric-id orders (which need whole-number ids) and ``mean_rank`` (a
+#: reported plug-in, not a tie order), seed 0 for the seeded ones.
 DEFAULT_RULES = (
     TieRule("input_order"),
     TieRule("optimistic"),

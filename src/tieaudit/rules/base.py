@@ -20,7 +20,8 @@ What a ranking kind computes
     * :meth:`RuleKind.stored_before` on a stored table, whose members are listed (by default
       from :meth:`RuleKind.line_key`: members ordered by a per-line key, ascending);
     * :meth:`RuleKind.summary_before` on a summary table, which stores counts only (by default
-      the table's ``before:RULE`` column; a kind may derive its count from other columns);
+      the table's ``before:RULE`` column; a kind may derive its count from other columns, or
+      declare ``on_summary = False`` and refuse);
     * :meth:`RuleKind.block_before` on a block of full-catalogue scores: the count a
       full-catalog reduction records as ``before:RULE``. The kinds that define it are the ones
       whose columns a summary table holds (:func:`recorded_rules`). A kind that declares
@@ -103,6 +104,13 @@ class RuleKind:
     #: Whether :meth:`block_before` honours ``block.k_max``: it may then record
     #: ``min(b, max(k_max - g, 0))`` (the summary table says so in its ``k_max`` column).
     capped: ClassVar[bool] = False
+    #: Whether the kind can be evaluated on a summary table (and so in full-catalog evaluation);
+    #: ``False`` for an order by something of the members a summary table does not keep and a
+    #: reduction does not count (their ids' numbers): :meth:`summary_before` then refuses.
+    on_summary: ClassVar[bool] = True
+    #: Whether the kind reads item ids as whole numbers and refuses tables with other ids (the
+    #: conformance check draws such ids for it).
+    numeric_ids: ClassVar[bool] = False
 
     @property
     def syntax(self) -> str:

@@ -7,7 +7,8 @@ raises an :class:`AssertionError` naming the check that failed:
     the rule's name round-trips through :func:`tieaudit.rules.parse_rule`.
 ``stored``
     on seeded random stored tables (tie-heavy, rows interleaved, one or two relevant items a
-    row, multi-byte ids), the ranks equal a brute-force sort of every row by score, then by the
+    row, multi-byte ids; whole numbers of one to three digits, some negative or zero-padded, for
+    a kind that declares ``numeric_ids``), the ranks equal a brute-force sort of every row by score, then by the
     kind's pure-Python :meth:`~tieaudit.rules.RuleKind.reference_key` (per seed for a kind drawn
     per seed); capped ranks are the exact ones capped. A distribution's values lie between those
     of its support rules, and its variances are not negative.
@@ -15,6 +16,8 @@ raises an :class:`AssertionError` naming the check that failed:
     a summary table of the same candidates (its ``before:`` counts made by brute force from the
     recorded kinds' reference keys) gives the stored table's ranks (distribution: its values),
     unless the kind declares ``summary_exact = False``; then its ranks stay inside the tie group.
+    A kind that declares ``on_summary = False`` must refuse a summary table with a
+    ``ValueError`` instead (this check and ``full``).
 ``full``
     a full-catalog reduction (:func:`tieaudit.fullcatalog.full_catalog_candidates`) gives the
     ranks of the materialised full table (same exception).
@@ -66,7 +69,16 @@ def _draw_rankings(kind: RuleKind, rule: TieRule) -> list[TieRule]:
     return [rule]
 
 
-def _stored_frame(rng: np.random.Generator, one_relevant: bool) -> pd.DataFrame:
+def _draw_id(rng: np.random.Generator, numeric: bool) -> str:
+    """An item id: one or two of :data:`_IDS`, or a whole number (``numeric``) of one to three
+    digits, some with a sign or leading zeros (``7``, ``07`` and ``-7`` are three ids)."""
+    if not numeric:
+        return "".join(rng.choice(list(_IDS), size=int(rng.integers(1, 3))))
+    digits = "".join(rng.choice(list("0123456789"), size=int(rng.integers(1, 4))))
+    return ("-" if rng.random() < 0.2 else "") + digits
+
+
+def _stored_frame(rng: np.random.Generator, one_relevant: bool, numeric: bool) -> pd.DataFrame:
     """A tie-heavy stored table: 1-6 rows of 1-7 candidates at three score levels, rows
     interleaved, one relevant item a row (or one or two)."""
     lines = []
@@ -74,7 +86,7 @@ def _stored_frame(rng: np.random.Generator, one_relevant: bool) -> pd.DataFrame:
         n = int(rng.integers(1, 8))
         items = set()
         while len(items) < n:
-            items.add("".join(rng.choice(list(_IDS), size=int(rng.integers(1, 3)))))
+            items.add(_draw_id(rng, numeric))
         n_rel = 1 if one_relevant or n == 1 else int(rng.integers(1, 3))
         rel = set(rng.choice(n, size=n_rel, replace=False).tolist())
         user = f"u{int(rng.integers(0, 3))}é"
@@ -184,8 +196,20 @@ def _evaluate_summary(check: str, kind: RuleKind, summary: pd.DataFrame, rule: T
         raise _fail(check, kind, f"{rule} cannot be evaluated on a summary table: {exc}") from exc
 
 
+def _check_refused(check: str, kind: RuleKind, summary: pd.DataFrame, rule: TieRule) -> None:
+    """A kind that is not evaluated on summary tables refuses one with a ValueError."""
+    try:
+        evaluate(summary, _MEASURES, [rule], n_seeds=_SEEDS, rank_cap=None)
+    except ValueError:
+        return
+    raise _fail(check, kind, f"{rule} declares on_summary=False but evaluates a summary table")
+
+
 def _check_summary(kind: RuleKind, frames: Sequence[pd.DataFrame]) -> None:
     for frame, rule in itertools.product(frames, _rules(kind)):
+        if not kind.on_summary:
+            _check_refused("summary", kind, _summarise(frame), rule)
+            continue
         stored = evaluate(frame, _MEASURES, [rule], n_seeds=_SEEDS, rank_cap=None)
         summary = _evaluate_summary("summary", kind, _summarise(frame), rule)
         _check_same("summary", kind, stored, summary, rule)
@@ -201,7 +225,8 @@ class _TieScorer:
 
 def _check_full(kind: RuleKind, seed: int) -> None:
     rng = np.random.default_rng([seed, 1])
-    catalog = np.array(sorted({f"i{j}{_IDS[j % len(_IDS)]}" for j in range(40)}), dtype=object)
+    ids = [str(j) if kind.numeric_ids else f"i{j}{_IDS[j % len(_IDS)]}" for j in range(40)]
+    catalog = np.array(sorted(ids), dtype=object)
     users = [f"u{k}" + "é" * (k % 3) for k in range(12)]
     seen = [rng.choice(len(catalog), size=int(rng.integers(1, 6)), replace=False) for _ in users]
     history = pd.DataFrame([(u, catalog[j]) for u, s in zip(users, seen, strict=True)
@@ -216,6 +241,9 @@ def _check_full(kind: RuleKind, seed: int) -> None:
     full = pd.DataFrame(lines, columns=["row", "user_id", "item_id", "label"])
     full["score"] = _TieScorer().score(full["user_id"].to_numpy(), full["item_id"].to_numpy())
     for rule in _rules(kind):
+        if not kind.on_summary:
+            _check_refused("full", kind, summary, rule)
+            continue
         stored = evaluate(full, _MEASURES, [rule], n_seeds=_SEEDS, rank_cap=None)
         reduced = _evaluate_summary("full", kind, summary, rule)
         _check_same("full", kind, stored, reduced, rule)
@@ -227,7 +255,7 @@ def _check_invariance(kind: RuleKind, seed: int) -> None:
     for r in range(8):  # relevant first, tied with most of its row
         scores = np.where(rng.random(12) < 0.8, 1.0, rng.integers(0, 3, 12).astype(float))
         scores[0] = 1.0
-        lines += [(f"r{r}", f"u{r}", f"i{j:02d}", int(j == 0), scores[j]) for j in range(12)]
+        lines += [(f"r{r}", f"u{r}", f"{j:02d}", int(j == 0), scores[j]) for j in range(12)]
     frame = pd.DataFrame(lines, columns=["row", "user_id", "item_id", "label", "score"])
     for rule in _rules(kind):
         inv = invariance(frame, _MEASURES[:2], [rule], n_permutations=3, n_seeds=_SEEDS)
@@ -263,8 +291,9 @@ def check_tie_rule(kind: str | RuleKind, *, n_tables: int = 20, seed: int = 0) -
         if parse_rule(str(rule)) != rule or parse_rule(str(rule).upper()) != rule:
             raise _fail("parse", spec, f"{rule} does not round-trip through parse_rule")
     rng = np.random.default_rng([seed, 0])
-    several = [_stored_frame(rng, one_relevant=False) for _ in range(n_tables)]
-    single = [_stored_frame(rng, one_relevant=True) for _ in range(n_tables)]
+    numeric = spec.numeric_ids
+    several = [_stored_frame(rng, False, numeric) for _ in range(n_tables)]
+    single = [_stored_frame(rng, True, numeric) for _ in range(n_tables)]
     _check_stored(spec, several + single)
     _check_summary(spec, single)
     _check_full(spec, seed)

@@ -36,7 +36,7 @@ from .base import Result, RuleKind, TieRule, register
 if TYPE_CHECKING:
     from ..ties import TieStructure
 
-__all__ = ["expected_moments", "EXPECTED"]
+__all__ = ["expected_moments", "FromGroups", "EXPECTED"]
 
 _PLACES_CHUNK = 1 << 22  # entries of one (rows x places) block in _first_relevant_moments
 
@@ -99,9 +99,10 @@ def _first_relevant_moments(
     return e1, np.maximum(e2 - e1 * e1, 0.0)
 
 
-class Expected(RuleKind):
-    name = "expected"
-    order = "exact expectation over a uniform random order of the tie group"
+class FromGroups(RuleKind):
+    """A distribution computed from each tie group's ``g``, ``t`` and ``r`` alone: no member
+    listed, nothing recorded, the same on stored and summary tables, between the bounds."""
+
     invariant = True
     result = Result.DISTRIBUTION
     needs_members = False
@@ -109,6 +110,11 @@ class Expected(RuleKind):
 
     def recorded_for(self, rule: TieRule, n_seeds: int) -> list[TieRule]:
         return []
+
+
+class Expected(FromGroups):
+    name = "expected"
+    order = "exact expectation over a uniform random order of the tie group"
 
     def distribution(
         self, ties: TieStructure, measures: Sequence[Measure]
