@@ -103,6 +103,10 @@ class RuleKind:
     #: Whether :meth:`block_before` honours ``block.k_max``: it may then record
     #: ``min(b, max(k_max - g, 0))`` (the summary table says so in its ``k_max`` column).
     capped: ClassVar[bool] = False
+    #: Whether a row's ranks on a stored table depend on the lines of the other rows (a shuffle of
+    #: the whole table's positions): in chunks of rows (:mod:`tieaudit.stream`) it reads a
+    #: chunk's place in the whole table (``CandidateTable.line_offset`` and ``lines_total``).
+    whole_table: ClassVar[bool] = False
 
     @property
     def syntax(self) -> str:
