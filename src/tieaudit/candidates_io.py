@@ -123,10 +123,12 @@ def _csv_line_map(path: Path) -> LineMap:
 
 
 def _encode(column: pa.ChunkedArray | pa.Array, sort: bool) -> tuple[np.ndarray, np.ndarray]:
-    """Integer codes and the distinct values of a string column.
+    """Integer codes and the distinct values (as text) of a string or integer column.
 
     Without ``sort`` codes follow first appearance; with ``sort`` they follow the values' code-point
-    order, so comparing codes compares the strings.
+    order as text, so comparing codes compares the strings. Integers are encoded as they are and
+    only their distinct values written as text (an integer has one decimal text, so the codes are
+    those of the text column).
     """
     enc = pc.dictionary_encode(column)
     if isinstance(enc, pa.ChunkedArray):
@@ -134,11 +136,14 @@ def _encode(column: pa.ChunkedArray | pa.Array, sort: bool) -> tuple[np.ndarray,
         if isinstance(enc, pa.ChunkedArray):  # pragma: no cover - older pyarrow
             enc = enc.combine_chunks()
     codes = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
-    values = np.asarray(enc.dictionary.to_pylist(), dtype=object)
+    dictionary = enc.dictionary
+    if pa.types.is_integer(dictionary.type):
+        dictionary = pc.cast(dictionary, pa.string())
+    values = dictionary.to_numpy(zero_copy_only=False).astype(object, copy=False)
     if sort and len(values) > 1:
         # Arrow compares UTF-8 bytes, which is code-point order (numpy's fixed-width strings
         # would drop trailing NULs).
-        order = pc.sort_indices(enc.dictionary).to_numpy()
+        order = pc.sort_indices(dictionary).to_numpy()
         rank = np.empty(len(order), dtype=np.int64)
         rank[order] = np.arange(len(order))
         codes = rank[codes]
@@ -203,6 +208,10 @@ def validate_arrow(
     ids = {}
     for c in _ID_COLUMNS:
         col = table.column(c)
+        if pa.types.is_integer(col.type):  # encoded as integers, written as text once encoded
+            bad(pc.is_null(col).to_numpy(zero_copy_only=False), f"missing {c}")
+            ids[c] = col
+            continue
         if not pa.types.is_string(col.type) and not pa.types.is_large_string(col.type):
             col = _id_text(col, c, source, csv_lines)
         missing = pc.fill_null(pc.or_kleene(pc.is_null(col), pc.equal(col, "")), True)

@@ -47,7 +47,7 @@ __all__ = [
 DEFAULT_MEMORY = 10**9
 #: Bytes a chunk takes per line while it is evaluated (measured on tie-heavy Parquet, see
 #: benchmarks/bench_stream.py).
-BYTES_PER_LINE = 400
+BYTES_PER_LINE = 200
 #: What a process takes before it reads any candidates (interpreter, numpy, pandas, pyarrow).
 BASELINE = 200 * 10**6
 _UNITS = {"": 1, "b": 1, "k": 10**3, "kb": 10**3, "m": 10**6, "mb": 10**6, "g": 10**9,
