@@ -149,7 +149,7 @@ def main() -> None:
         if not path.exists():
             make_file(path, n)
         lim = timed([sys.executable, __file__, "--limit-only", str(path)])
-        limit = dict(line.split(",") for line in lim[3].split())
+        limit = dict(line.split(",") for line in lim[3].splitlines())
         runs = {}
         for jobs in (1, 2):
             out = args.dir / f"m_{n}_{jobs}.csv"
