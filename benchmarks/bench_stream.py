@@ -135,7 +135,7 @@ def main() -> None:
     args = ap.parse_args()
     if args.limit_only:  # the limit pass in its own process, for its peak RSS
         for k, v in limit_pass(args.limit_only).items():
-            print(f"{k},{v!r}")
+            print(f"{k},{float(v)!r}")
         return
     args.dir.mkdir(parents=True, exist_ok=True)
     tieaudit = [sys.executable, "-m", "tieaudit.cli"]
