@@ -24,7 +24,7 @@ from tieaudit.dependencies import PACKAGE_DIR, library_files, third_party_import
 
 ROOT = Path(__file__).resolve().parents[1]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
-CORE = {"numpy", "pandas", "pyarrow", "tqdm"}
+CORE = {"numpy", "pandas", "pyarrow"}
 # distribution (pip or conda-forge) name -> the module it provides, where they differ
 MODULE_OF = {"pyyaml": "yaml", "matplotlib-base": "matplotlib", "scikit-learn": "sklearn",
              "pytrec-eval-terrier": "pytrec_eval"}

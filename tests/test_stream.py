@@ -18,7 +18,7 @@ from tieaudit.batches import open_source, whole_rows
 from tieaudit.candidates import CandidateError
 from tieaudit.cli import main
 from tieaudit.rules import rule_kinds
-from tieaudit.stream import chunk_lines, evaluate_stream, parse_memory
+from tieaudit.stream import Progress, chunk_lines, evaluate_stream, parse_memory
 from tieaudit.sums import Sums
 from tieaudit.testing import candidate_frames, cut_points, summary_frames, tie_rules
 
@@ -224,7 +224,7 @@ def test_cli_streams_and_refuses(tmp_path, capsys) -> None:
                  str(tmp_path / "chunks_rows.csv")]) == 0  # fmt: skip
     err = capsys.readouterr().err
     assert "evaluated 5 chunks of at most 2 rows" in err
-    assert "evaluate:" not in err and "line/s" not in err  # no progress bar off a terminal
+    assert "evaluate:" not in err  # no progress bar off a terminal
     assert_same_summary(pd.read_csv(tmp_path / "chunks.csv"), pd.read_csv(tmp_path / "one.csv"))
     assert (tmp_path / "chunks_rows.csv").read_bytes() == (tmp_path / "one_rows.csv").read_bytes()
     frame2 = pd.concat([frame, frame.iloc[:1].assign(item_id="z")], ignore_index=True)
@@ -245,3 +245,22 @@ def test_open_source_names_what_it_reads(tmp_path) -> None:
         open_source(str(tmp_path / "*.parquet"))
     with pytest.raises(CandidateError, match="missing.csv: no such file"):
         evaluate_stream(tmp_path / "missing.csv")
+
+
+def test_progress_bar_only_on_a_terminal(monkeypatch) -> None:
+    import io
+    import sys
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    for stream, shown in ((Terminal(), True), (io.StringIO(), False)):
+        monkeypatch.setattr(sys, "stderr", stream)
+        bar = Progress(3_000_000, "evaluate")
+        bar.update(1_500_000)
+        bar.update(1_500_000)
+        bar.close()
+        text = stream.getvalue()
+        assert ("evaluate: 3.0M lines of 3.0M (100%)\n" in text) is shown, text
+        assert bool(text) is shown

@@ -22,6 +22,7 @@ from __future__ import annotations
 import multiprocessing
 import re
 import sys
+import time
 from collections import deque
 from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -40,7 +41,7 @@ from .sums import Sums
 
 __all__ = [
     "Streamed", "evaluate_stream", "parse_memory", "chunk_lines", "DEFAULT_MEMORY",
-    "BYTES_PER_LINE", "BASELINE",
+    "BYTES_PER_LINE", "BASELINE", "Progress",
 ]  # fmt: skip
 
 #: The default memory budget of a process, in bytes.
@@ -193,10 +194,7 @@ def evaluate_stream(
     chunks = _chunks(source, chunk_rows, max_lines, whole)
     parts: list[Sums] = []
     rows_parts: list[pd.DataFrame] = []
-    from tqdm import tqdm
-
-    bar = tqdm(total=source.n_lines, unit="line", unit_scale=True, file=sys.stderr,
-               disable=None if progress else True, desc="evaluate")  # fmt: skip
+    bar = Progress(source.n_lines, "evaluate", enabled=progress)
 
     def keep(result: tuple[Sums, pd.DataFrame | None], lines: int) -> None:
         parts.append(result[0])
@@ -216,6 +214,30 @@ def evaluate_stream(
     if not parts:
         raise CandidateError(f"{source.name}: no candidates (the table is empty)")
     return Streamed(Sums.merge(parts), len(parts), max_lines, rows_parts if per_row else None)
+
+
+class Progress:
+    """A one-line progress bar on standard error, drawn only when it is a terminal: lines done of
+    the total (when known), redrawn at most every half second. (The evaluator needs only the core
+    dependencies, so this is not tqdm.)"""
+
+    def __init__(self, total: int | None, label: str, enabled: bool = True) -> None:
+        self.total, self.label, self.done = total, label, 0
+        self.enabled = enabled and sys.stderr.isatty()
+        self.shown = 0.0
+
+    def update(self, n: int) -> None:
+        self.done += n
+        if self.enabled and (time.monotonic() - self.shown > 0.5 or self.done == self.total):
+            self.shown = time.monotonic()
+            of = f" of {self.total / 1e6:.1f}M ({100 * self.done / self.total:.0f}%)" \
+                if self.total else ""  # fmt: skip
+            sys.stderr.write(f"\r{self.label}: {self.done / 1e6:.1f}M lines{of}")
+            sys.stderr.flush()
+
+    def close(self) -> None:
+        if self.enabled and self.done:
+            sys.stderr.write("\n")
 
 
 def _lookahead(items: Iterator[Any]) -> Iterator[Any]:
