@@ -271,7 +271,7 @@ def hash_seed_ranks(
 
 
 def evaluate(
-    data: CandidateTable | pd.DataFrame | str,
+    data: CandidateTable | pd.DataFrame | str | object,
     measures: Iterable[str | Measure] | None = None,
     rules: Iterable[str | TieRule] | None = None,
     *,
@@ -279,7 +279,10 @@ def evaluate(
     rank_cap: int | None = -1,
     seed_ranks: np.ndarray | None = None,
 ) -> Evaluation:
-    """Evaluate ``data`` (a :class:`CandidateTable`, DataFrame or path) under tie rules.
+    """Evaluate ``data`` under tie rules, in memory: a :class:`CandidateTable`, a pandas or polars
+    DataFrame, a pyarrow Table or a path (a file, a directory of Parquet files, a glob). For an
+    input too large to hold, :func:`tieaudit.stream.evaluate_stream` gives the same summary
+    reading it in chunks of rows.
 
     ``measures`` default to HR, nDCG and MRR at 1, 5, 10 and 20; ``rules`` to the paper's rules
     (:data:`tieaudit.rules.DEFAULT_RULES`). ``hash_mean`` uses seeds ``0 .. n_seeds - 1``.
