@@ -3,6 +3,7 @@ give the in-memory summary; rows that are not contiguous across chunks are refus
 
 from __future__ import annotations
 
+import gzip
 import json
 
 import numpy as np
@@ -264,3 +265,12 @@ def test_progress_bar_only_on_a_terminal(monkeypatch) -> None:
         text = stream.getvalue()
         assert ("evaluate: 3.0M lines of 3.0M (100%)\n" in text) is shown, text
         assert bool(text) is shown
+
+
+def test_gzipped_csv_in_any_case_is_read_in_chunks(tmp_path) -> None:
+    frame = tie_frame()
+    path = tmp_path / "c.CSV.GZ"
+    with gzip.open(path, "wt") as fh:
+        frame.to_csv(fh, index=False)
+    got = evaluate_stream(path, MEASURES, ["input_order", "expected"], chunk_rows=2)
+    assert_same_summary(got.summary(), evaluate(frame, MEASURES, ["input_order", "expected"]).summary())

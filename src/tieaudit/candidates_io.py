@@ -448,12 +448,20 @@ def _numeric(
     )
 
 
+def _csv_stream(path: Path) -> pa.NativeFile:
+    """A CSV file opened for reading, gunzipped when its name ends in ``.gz`` in any case."""
+    return pa.input_stream(str(path), compression="gzip" if path.suffix.lower() == ".gz" else None)
+
+
 def _csv_convert(path: Path) -> Any:
     """How a CSV file's columns are read: ids as text, and label, score and the counts as text
     too (they are checked against the number grammar, and errors can name the line)."""
     import pyarrow.csv as pacsv
 
-    head = pacsv.open_csv(path).schema.names if path.stat().st_size else []
+    head = []
+    if path.stat().st_size:
+        with _csv_stream(path) as fh:
+            head = pacsv.open_csv(fh).schema.names
     types = {c: pa.string() for c in head if c in _ID_COLUMNS}
     for c in head:
         if c in ("label", "score") or _is_count_column(c):
@@ -575,10 +583,11 @@ def file_batches(path: str | os.PathLike[str], batch_lines: int) -> Iterator[pa.
             import pyarrow.csv as pacsv
 
             try:
-                yield from pacsv.open_csv(
-                    p, read_options=pacsv.ReadOptions(block_size=_CSV_BLOCK),
-                    convert_options=_csv_convert(p),
-                )  # fmt: skip
+                with _csv_stream(p) as fh:
+                    yield from pacsv.open_csv(
+                        fh, read_options=pacsv.ReadOptions(block_size=_CSV_BLOCK),
+                        convert_options=_csv_convert(p),
+                    )  # fmt: skip
             except pa.ArrowInvalid as exc:
                 raise CandidateError(f"{path}: {_csv_problem(p, exc)}") from None
     except CandidateError:
