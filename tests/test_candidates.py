@@ -642,3 +642,21 @@ def test_line_numbers_after_a_field_over_several_lines(tmp_path: Path) -> None:
     """A quoted field with newlines is one record: later lines are still named exactly."""
     text = HEADER + 'r,u,"a\n\nb",1,1\nr,u,c,0,nan\n'
     assert named_lines(error_of(write(tmp_path, text))) == [5]
+
+
+def test_integer_ids_encode_as_their_text() -> None:
+    """Integer id columns are encoded as integers; codes and ids equal those of the text column
+    (item codes in the text's code-point order: '10' < '100' < '9')."""
+    ints = pa.table({"row": [10, 10, 9, 9, 9], "user_id": [1, 1, 2, 2, 2],
+                     "item_id": [10, 9, 100, 9, 10], "label": [1, 0, 1, 0, 0],
+                     "score": [1.0, 1.0, 2.0, 2.0, 2.0]})  # fmt: skip
+    text = ints.cast(pa.schema([pa.field(n, pa.string()) if n in ("row", "user_id", "item_id")
+                                else ints.schema.field(n) for n in ints.column_names]))  # fmt: skip
+    a, b = CandidateTable.from_arrow(ints), CandidateTable.from_arrow(text)
+    for f in ("row", "user", "item", "row_ids", "user_ids", "item_ids"):
+        x, y = getattr(a, f), getattr(b, f)
+        assert x.dtype == y.dtype and x.tolist() == y.tolist(), f
+    assert a.item_ids.tolist() == ["10", "100", "9"]
+    nulls = ints.set_column(0, "row", pa.array([10, None, 9, 9, 9], pa.int64()))
+    with pytest.raises(CandidateError, match="<table>: record 2: missing row"):
+        CandidateTable.from_arrow(nulls)

@@ -106,7 +106,8 @@ class CandidateTable:
     codes follow first appearance in the file; item codes follow the item ids' code-point order, so
     comparing item codes compares item ids. ``n_relevant``, ``n_higher`` and ``n_lower`` are the
     optional per-row counts (int64 arrays indexed by row code, or ``None``); ``n_tied``,
-    ``n_modal`` and ``before`` (rule name -> per-row count) those of a summary table. Build one with
+    ``n_modal`` and ``before`` (rule name -> per-row count) those of a summary table;
+    ``line_offset`` and ``lines_total`` place a chunk in its whole table. Build one with
     :func:`read_candidates`, :meth:`from_frame` or :meth:`from_arrow`; all of them validate.
     """
 
@@ -126,6 +127,12 @@ class CandidateTable:
     n_modal: np.ndarray | None = None
     k_max: np.ndarray | None = None
     before: dict[str, np.ndarray] = field(default_factory=dict)
+    #: Where these lines sit in the stored order of a larger table they were read from in chunks
+    #: (:mod:`tieaudit.stream`): the first line's position and that table's number of lines
+    #: (``None``: this table is the whole table). Only a rule whose ranks depend on every line
+    #: of the table (:attr:`tieaudit.rules.RuleKind.whole_table`) reads them.
+    line_offset: int = 0
+    lines_total: int | None = None
 
     @property
     def is_summary(self) -> bool:
@@ -267,10 +274,24 @@ def read_candidates(path: str | os.PathLike[str]) -> CandidateTable:
     return CandidateTable.from_arrow(table, source=str(path), csv_lines=csv_lines)
 
 
-def as_table(data: CandidateTable | pd.DataFrame | str | os.PathLike[str]) -> CandidateTable:
-    """Accept a table, a DataFrame or a path."""
+def as_table(data: object) -> CandidateTable:
+    """Accept a table, a DataFrame (pandas, or one with ``to_arrow()`` such as polars), a pyarrow
+    Table, or a path: a file, a directory of Parquet files (a dataset) or a glob
+    (:mod:`tieaudit.batches`)."""
     if isinstance(data, CandidateTable):
         return data
     if isinstance(data, pd.DataFrame):
         return CandidateTable.from_frame(data)
-    return read_candidates(data)
+    if isinstance(data, pa.Table):
+        return CandidateTable.from_arrow(data)
+    if isinstance(data, (str, os.PathLike)) and os.path.isfile(data):
+        return read_candidates(data)
+    from .batches import open_source
+
+    source = open_source(data)
+    batches = [b if isinstance(b, pa.Table) else pa.Table.from_batches([b])
+               for b in source.batches()]  # fmt: skip
+    if not batches:
+        raise CandidateError(f"{source.name}: no candidates (the table is empty)")
+    table = pa.concat_tables(batches, promote_options="default")
+    return CandidateTable.from_arrow(table, source=source.name, csv_lines=source.where(0))

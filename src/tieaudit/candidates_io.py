@@ -12,7 +12,7 @@ from __future__ import annotations
 import gzip
 import os
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +26,8 @@ from .rules import parse_rule, rule_kinds
 
 __all__ = [
     "CandidateError", "REQUIRED_COLUMNS", "COUNT_COLUMNS", "SUMMARY_COUNT_COLUMNS",
-    "BEFORE_PREFIX", "BEFORE_RULES", "LineMap", "frame_to_arrow", "validate_arrow", "read_arrow",
+    "BEFORE_PREFIX", "BEFORE_RULES", "LineMap", "Records", "ShiftedLines", "frame_to_arrow",
+    "validate_arrow", "read_arrow", "file_batches", "file_lines",
 ]  # fmt: skip
 
 REQUIRED_COLUMNS = ("row", "user_id", "item_id", "label", "score")
@@ -41,6 +42,7 @@ BEFORE_PREFIX = "before:"
 BEFORE_RULES = tuple(k.name for k in rule_kinds() if k.records)
 _ID_COLUMNS = ("row", "user_id", "item_id")
 _SHOW = 5  # offending lines named in an error message
+_CSV_BLOCK = 1 << 24  # bytes of a CSV file read at a time when it is read in chunks
 
 
 class CandidateError(ValueError):
@@ -48,6 +50,28 @@ class CandidateError(ValueError):
 
 
 LineMap = Callable[[np.ndarray], list[int]]
+
+
+class Records:
+    """Record numbers (counted from 1) of a part of a file that starts at record ``offset``: a
+    chunk's errors name records of the whole file (or dataset)."""
+
+    def __init__(self, offset: int) -> None:
+        self.offset = offset
+
+    def __call__(self, positions: np.ndarray) -> list[int]:
+        return [int(p) + self.offset + 1 for p in positions]
+
+
+class ShiftedLines:
+    """File lines of the records of a CSV chunk that starts at record ``offset`` of ``path``."""
+
+    def __init__(self, path: str | os.PathLike[str], offset: int) -> None:
+        self.path = Path(path)
+        self.offset = offset
+
+    def __call__(self, positions: np.ndarray) -> list[int]:
+        return _csv_line_map(self.path)(np.asarray(positions) + self.offset)
 
 
 def _where(source: str, positions: np.ndarray, csv_lines: bool | LineMap) -> str:
@@ -63,7 +87,7 @@ def _where(source: str, positions: np.ndarray, csv_lines: bool | LineMap) -> str
         numbers = [int(p) + (2 if csv_lines else 1) for p in shown_pos]
     shown = ", ".join(str(n) for n in numbers)
     more = f" (and {len(positions) - _SHOW} more)" if len(positions) > _SHOW else ""
-    unit = "line" if csv_lines is not False else "record"
+    unit = "record" if csv_lines is False or isinstance(csv_lines, Records) else "line"
     plural = "s" if len(positions) > 1 else ""
     return f"{source}: {unit}{plural} {shown}{more}"
 
@@ -99,10 +123,12 @@ def _csv_line_map(path: Path) -> LineMap:
 
 
 def _encode(column: pa.ChunkedArray | pa.Array, sort: bool) -> tuple[np.ndarray, np.ndarray]:
-    """Integer codes and the distinct values of a string column.
+    """Integer codes and the distinct values (as text) of a string or integer column.
 
     Without ``sort`` codes follow first appearance; with ``sort`` they follow the values' code-point
-    order, so comparing codes compares the strings.
+    order as text, so comparing codes compares the strings. Integers are encoded as they are and
+    only their distinct values written as text (an integer has one decimal text, so the codes are
+    those of the text column).
     """
     enc = pc.dictionary_encode(column)
     if isinstance(enc, pa.ChunkedArray):
@@ -110,11 +136,14 @@ def _encode(column: pa.ChunkedArray | pa.Array, sort: bool) -> tuple[np.ndarray,
         if isinstance(enc, pa.ChunkedArray):  # pragma: no cover - older pyarrow
             enc = enc.combine_chunks()
     codes = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
-    values = np.asarray(enc.dictionary.to_pylist(), dtype=object)
+    dictionary = enc.dictionary
+    if pa.types.is_integer(dictionary.type):
+        dictionary = pc.cast(dictionary, pa.string())
+    values = dictionary.to_numpy(zero_copy_only=False).astype(object, copy=False)
     if sort and len(values) > 1:
         # Arrow compares UTF-8 bytes, which is code-point order (numpy's fixed-width strings
         # would drop trailing NULs).
-        order = pc.sort_indices(enc.dictionary).to_numpy()
+        order = pc.sort_indices(dictionary).to_numpy()
         rank = np.empty(len(order), dtype=np.int64)
         rank[order] = np.arange(len(order))
         codes = rank[codes]
@@ -179,6 +208,10 @@ def validate_arrow(
     ids = {}
     for c in _ID_COLUMNS:
         col = table.column(c)
+        if pa.types.is_integer(col.type):  # encoded as integers, written as text once encoded
+            bad(pc.is_null(col).to_numpy(zero_copy_only=False), f"missing {c}")
+            ids[c] = col
+            continue
         if not pa.types.is_string(col.type) and not pa.types.is_large_string(col.type):
             col = _id_text(col, c, source, csv_lines)
         missing = pc.fill_null(pc.or_kleene(pc.is_null(col), pc.equal(col, "")), True)
@@ -415,23 +448,34 @@ def _numeric(
     )
 
 
+def _csv_stream(path: Path) -> pa.NativeFile:
+    """A CSV file opened for reading, gunzipped when its name ends in ``.gz`` in any case."""
+    return pa.input_stream(str(path), compression="gzip" if path.suffix.lower() == ".gz" else None)
+
+
+def _csv_convert(path: Path) -> Any:
+    """How a CSV file's columns are read: ids as text, and label, score and the counts as text
+    too (they are checked against the number grammar, and errors can name the line)."""
+    import pyarrow.csv as pacsv
+
+    head = []
+    if path.stat().st_size:
+        with _csv_stream(path) as fh:
+            head = pacsv.open_csv(fh).schema.names
+    types = {c: pa.string() for c in head if c in _ID_COLUMNS}
+    for c in head:
+        if c in ("label", "score") or _is_count_column(c):
+            types[c] = pa.string()
+    return pacsv.ConvertOptions(
+        column_types=types, strings_can_be_null=False, quoted_strings_can_be_null=False
+    )
+
+
 def _csv_table(path: Path, name: str) -> pa.Table:
     import pyarrow.csv as pacsv
 
     try:
-        head = pacsv.open_csv(path).schema.names if path.stat().st_size else []
-        types = {c: pa.string() for c in head if c in _ID_COLUMNS}
-        # label, score and the counts stay text: they are checked against the number grammar,
-        # and errors can name the line.
-        for c in head:
-            if c in ("label", "score") or _is_count_column(c):
-                types[c] = pa.string()
-        return pacsv.read_csv(
-            path,
-            convert_options=pacsv.ConvertOptions(
-                column_types=types, strings_can_be_null=False, quoted_strings_can_be_null=False
-            ),
-        )
+        return pacsv.read_csv(path, convert_options=_csv_convert(path))
     except pa.ArrowInvalid as exc:
         raise CandidateError(f"{name}: {_csv_problem(path, exc)}") from None
 
@@ -473,32 +517,80 @@ def _csv_problem(path: Path, exc: pa.ArrowInvalid) -> str:
     return "cannot read: " + " ".join(str(exc).split())
 
 
+def _file_kind(path: str | os.PathLike[str]) -> str:
+    """``"parquet"`` or ``"csv"`` by extension; an error for a missing, empty or other file."""
+    p = Path(path)
+    if not p.is_file():
+        raise CandidateError(f"{path}: no such file")
+    suffixes = "".join(p.suffixes[-2:]).lower()
+    if suffixes.endswith((".parquet", ".pq")):
+        return "parquet"
+    if suffixes.endswith((".csv", ".csv.gz")):
+        if p.stat().st_size == 0:
+            raise CandidateError(f"{path}: empty file (expected a header and candidates)")
+        return "csv"
+    raise CandidateError(f"{path}: unknown file type; use .csv, .csv.gz, .parquet or .pq")
+
+
 def read_arrow(path: str | os.PathLike[str]) -> tuple[pa.Table, bool | LineMap]:
     """Read a candidates file (CSV or Parquet, by extension) as an Arrow table, not yet validated,
     and how its records map to lines (for :func:`validate_arrow`); errors name the file (and the
     line of a malformed CSV record)."""
     p = Path(path)
     name = str(path)
-    if not p.is_file():
-        raise CandidateError(f"{name}: no such file")
-    suffixes = "".join(p.suffixes[-2:]).lower()
+    kind = _file_kind(p)
     try:
-        if suffixes.endswith((".parquet", ".pq")):
+        if kind == "parquet":
             from ._parquet import read_table as read_parquet_table
 
             table = read_parquet_table(p)  # footer digest and page checksums verified
             csv_lines = False
-        elif suffixes.endswith((".csv", ".csv.gz")):
-            if p.stat().st_size == 0:
-                raise CandidateError(f"{name}: empty file (expected a header and candidates)")
+        else:
             table = _csv_table(p, name)
             csv_lines = _csv_line_map(p)
-        else:
-            raise CandidateError(
-                f"{name}: unknown file type; use .csv, .csv.gz, .parquet or .pq"
-            )
     except CandidateError:
         raise
     except (pa.ArrowInvalid, OSError) as exc:
         raise CandidateError(f"{name}: cannot read: {exc}") from None
     return table, csv_lines
+
+
+def file_lines(path: str | os.PathLike[str]) -> int | None:
+    """The number of records of a Parquet file (from its footer); ``None`` for CSV."""
+    if _file_kind(path) == "csv":
+        return None
+    from ._parquet import parquet_file
+
+    try:
+        return parquet_file(path).metadata.num_rows
+    except OSError as exc:
+        raise CandidateError(f"{path}: cannot read: {exc}") from None
+
+
+def file_batches(path: str | os.PathLike[str], batch_lines: int) -> Iterator[pa.RecordBatch]:
+    """The records of a candidates file as Arrow record batches in stored order, not yet
+    validated (Parquet: batches of at most ``batch_lines`` records within row groups, footer
+    digest and page checksums verified; CSV: blocks, columns read as :func:`read_arrow` reads
+    them). Errors name the file (and the line of a malformed CSV record)."""
+    p = Path(path)
+    kind = _file_kind(p)
+    try:
+        if kind == "parquet":
+            from ._parquet import parquet_file
+
+            yield from parquet_file(p).iter_batches(batch_size=batch_lines)
+        else:
+            import pyarrow.csv as pacsv
+
+            try:
+                with _csv_stream(p) as fh:
+                    yield from pacsv.open_csv(
+                        fh, read_options=pacsv.ReadOptions(block_size=_CSV_BLOCK),
+                        convert_options=_csv_convert(p),
+                    )  # fmt: skip
+            except pa.ArrowInvalid as exc:
+                raise CandidateError(f"{path}: {_csv_problem(p, exc)}") from None
+    except CandidateError:
+        raise
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise CandidateError(f"{path}: cannot read: {exc}") from None

@@ -15,13 +15,14 @@ from .candidates import (
     REQUIRED_COLUMNS,
     CandidateError,
     CandidateTable,
-    read_candidates,
+    as_table,
 )
 from .compare import ModelRows, flips_markdown, orderings, ranking_flips
 from .evaluate import DEFAULT_SEEDS, evaluate
 from .io import atomic_write_many, frame_to_text
 from .measures import DEFAULT_MEASURES
 from .rules import DEFAULT_RULES, RULE_KINDS, help_text, parse_rules
+from .stream import DEFAULT_MEMORY, evaluate_stream, parse_memory
 from .trec import read_trec
 
 _DEFAULT_METRICS = [str(m) for m in DEFAULT_MEASURES]
@@ -70,6 +71,28 @@ def _rule_options(sp: argparse.ArgumentParser, rules_help: str) -> None:
     )  # fmt: skip
 
 
+def _memory(text: str) -> int:
+    try:
+        return parse_memory(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _chunk_options(sp: argparse.ArgumentParser) -> None:
+    """How a large input is read: --chunk-rows, --memory, --jobs."""
+    sp.add_argument(
+        "--memory", type=_memory, default=DEFAULT_MEMORY, metavar="SIZE",
+        help="memory budget of each process, e.g. 500MB or 2GB: FILE is read and evaluated in "
+        "chunks of whole rows that fit it (default: 1GB)",
+    )  # fmt: skip
+    sp.add_argument("--chunk-rows", type=_count, default=None, metavar="N",
+                    help="rows per chunk instead of the size --memory gives")  # fmt: skip
+    sp.add_argument(
+        "-j", "--jobs", type=_count, default=1, metavar="N",
+        help="processes evaluating chunks (default: 1); the result does not depend on N",
+    )  # fmt: skip
+
+
 def _parser() -> argparse.ArgumentParser:
     fmt = argparse.RawDescriptionHelpFormatter
     p = argparse.ArgumentParser(
@@ -91,7 +114,8 @@ def _parser() -> argparse.ArgumentParser:
 
     def common(sp: argparse.ArgumentParser) -> None:
         sp.add_argument("file", metavar="FILE", nargs="?",
-                        help="candidates table (CSV or Parquet); or give --run and --qrels")
+                        help="candidates table (CSV or Parquet), a directory of Parquet files "
+                        "or a glob; or give --run and --qrels")
         sp.add_argument("--run", metavar="RUN", help="TREC run file, instead of FILE")
         sp.add_argument("--qrels", metavar="QRELS", help="TREC qrels file for --run")
         sp.add_argument(
@@ -121,6 +145,7 @@ def _parser() -> argparse.ArgumentParser:
         help="output format (default: from --out's extension, csv; table when printing)",
     )  # fmt: skip
     ev.add_argument("--per-row", metavar="PATH", help="also write every row's value per rule")
+    _chunk_options(ev)
 
     au = sub.add_parser(
         "audit",
@@ -187,7 +212,7 @@ def _compare(args: argparse.Namespace) -> int:
     rules = [str(r) for r in parse_rules(args.rules or _DEFAULT_RULES)]
     seeds = _n_seeds(args.seeds, rules)
     models = [
-        ModelRows.from_evaluation(n, evaluate(read_candidates(f), args.metrics, rules,
+        ModelRows.from_evaluation(n, evaluate(as_table(f), args.metrics, rules,
                                               n_seeds=seeds))
         for n, f in zip(names, args.files, strict=True)
     ]  # fmt: skip
@@ -261,11 +286,17 @@ def _probe(args: argparse.Namespace) -> int:
 
 def _load(args: argparse.Namespace) -> tuple[CandidateTable, list[str], str]:
     """The table, the rules and a title from FILE or --run/--qrels (messages on stderr)."""
+    data, rules, title = _input(args)
+    return as_table(data), rules, title
+
+
+def _input(args: argparse.Namespace) -> tuple[str | CandidateTable, list[str], str]:
+    """FILE (a path, not yet read) or the table of --run/--qrels, the rules and a title."""
     if args.run is None and args.qrels is None:
         if args.file is None:
             raise ValueError("give a candidates FILE, or a TREC run with --run RUN --qrels QRELS")
         rules = args.rules or _DEFAULT_RULES
-        return read_candidates(args.file), rules, Path(args.file).name
+        return args.file, rules, Path(args.file).name
     if args.file is not None:
         raise ValueError(f"give either FILE ({args.file}) or --run/--qrels, not both")
     if args.run is None or args.qrels is None:
@@ -301,8 +332,16 @@ def _plural(n: int, word: str) -> str:
 def _evaluate(args: argparse.Namespace) -> int:
     _check_out(args.out, "--out")
     _check_out(args.per_row, "--per-row")
-    table, rules, _ = _load(args)
-    ev = evaluate(table, args.metrics, rules, n_seeds=_n_seeds(args.seeds, rules))
+    data, rules, _ = _input(args)
+    ev = evaluate_stream(
+        data, args.metrics, rules, n_seeds=_n_seeds(args.seeds, rules),
+        chunk_rows=args.chunk_rows, memory=args.memory, jobs=args.jobs, progress=True,
+        per_row=args.per_row is not None,
+    )  # fmt: skip
+    if ev.n_chunks > 1:
+        size = f"{args.chunk_rows} rows" if args.chunk_rows else f"{ev.max_lines} lines"
+        print(f"evaluated {ev.n_chunks} chunks of at most {size} (--memory "
+              f"{args.memory / 1e9:g} GB, --jobs {args.jobs})", file=sys.stderr)  # fmt: skip
     summary = ev.summary()
     fmt = args.format
     if fmt is None:
@@ -316,7 +355,7 @@ def _evaluate(args: argparse.Namespace) -> int:
         files[args.per_row] = per_row
     atomic_write_many(files)
     if args.out:
-        counts = f"{_plural(len(summary), 'line')}, {_plural(table.n_rows, 'row')}"
+        counts = f"{_plural(len(summary), 'line')}, {_plural(ev.n_rows, 'row')}"
         print(f"wrote {args.out} ({counts})", file=sys.stderr)
     else:
         sys.stdout.write(text)

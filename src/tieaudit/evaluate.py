@@ -32,7 +32,6 @@ Summary columns (:meth:`Evaluation.summary`):
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -44,6 +43,7 @@ from .measures import DEFAULT_MEASURES, Measure, parse_measures
 from .rules import DEFAULT_RULES, Result, TieRule, parse_rule, parse_rules
 from .rules.expected import expected_moments
 from .rules.random import summary_random_before
+from .sums import EXACT_RULE, SUMMARY_COLUMNS, Sums
 from .ties import TieStructure, tie_structure
 from .values import row_values, sorted_within_rows
 
@@ -61,10 +61,7 @@ __all__ = [
     "EXACT_RULE",
 ]
 
-SUMMARY_COLUMNS = ("rule", "metric", "value", "sd", "min", "max", "se", "n_rows", "n_seeds", "z")
 DEFAULT_SEEDS = 100
-#: The exact distribution the seed means are compared with (``z``) and the audit reports.
-EXACT_RULE = TieRule("expected")
 
 
 @dataclass(eq=False)
@@ -77,6 +74,7 @@ class RuleResult:
     draw (one draw, or one per seed for ``hash_mean``), capped at ``rank_cap`` when the evaluation
     was capped; ``None`` for ``expected``, whose position is described by ``(g, t)``.
     ``variances`` (``expected`` only) are each row's exact variance under uniform tie breaking.
+    ``seed_sums`` (``hash_mean`` only) are each seed's sum over rows, ``seed_means`` its mean.
     """
 
     rule: TieRule
@@ -85,6 +83,7 @@ class RuleResult:
     seed_means: dict[Measure, np.ndarray] | None = None
     variances: dict[Measure, np.ndarray] | None = None
     seeds: tuple[int, ...] = ()
+    seed_sums: dict[Measure, np.ndarray] | None = None
 
     def signature(self, ts: TieStructure) -> np.ndarray:
         """What the audit compares to decide whether a row's relevant items moved, per relevant
@@ -126,12 +125,14 @@ class _Run:
             ranks = self.capped(self.ordered.g + 1 + self.ordered.before(rule, seeds))
         per = row_values(self.structure, ranks, self.measures, self.size)
         if kind.result is Result.SEEDS:
+            sums = {m: v.sum(axis=1) for m, v in per.items()}
             return RuleResult(
                 rule,
                 {m: v.mean(axis=0) for m, v in per.items()},
                 ranks,
-                {m: v.mean(axis=1) for m, v in per.items()},
+                {m: sums[m] / v.shape[1] for m, v in per.items()},
                 seeds=seeds,
+                seed_sums=sums,
             )
         return RuleResult(rule, {m: v[0] for m, v in per.items()}, ranks, seeds=seeds)
 
@@ -189,51 +190,14 @@ class Evaluation:
         return self.bound(low), self.bound(high)
 
     def summary(self) -> pd.DataFrame:
-        """The tidy table: ``rule, metric, value, sd, min, max, se, n_rows, n_seeds, z``."""
-        w = self.table.n_rows
-        rows = []
-        for rule in self.rules:
-            res = self.results[str(rule)]
-            kind = rule.spec
-            for m in self.measures:
-                v = res.values[m]
-                rec = {c: np.nan for c in SUMMARY_COLUMNS}
-                rec.update(rule=str(rule), metric=str(m), value=float(v.mean()), n_rows=w)
-                rec["se"] = float(v.std(ddof=1) / math.sqrt(w)) if w > 1 else np.nan
-                if kind.result is Result.SEEDS:
-                    rec.update(self._seed_columns(res, m, rec["value"]))
-                elif kind.result is Result.DISTRIBUTION:
-                    low, high = kind.support or ()
-                    rec.update(
-                        sd=math.sqrt(float(res.variances[m].sum())) / w,
-                        min=float(self.bound(low)[m].mean()),
-                        max=float(self.bound(high)[m].mean()),
-                    )
-                elif kind.seeded:
-                    rec["n_seeds"] = 1
-                rows.append(rec)
-        frame = pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
-        frame["n_rows"] = frame["n_rows"].astype("int64")
-        frame["n_seeds"] = frame["n_seeds"].astype("Int64")
-        return frame
+        """The tidy table: ``rule, metric, value, sd, min, max, se, n_rows, n_seeds, z`` (from the
+        sums over all rows, :class:`tieaudit.sums.Sums`: a streamed evaluation merges the same
+        sums over chunks of rows)."""
+        return self.sums().summary()
 
-    def _seed_columns(self, res: RuleResult, m: Measure, value: float) -> dict[str, float]:
-        """``sd``, ``min``, ``max``, ``n_seeds`` over the seed means, and ``z`` against the
-        exact expectation."""
-        w = self.table.n_rows
-        sm = res.seed_means[m]
-        exp = self.expected
-        e_mean = float(exp.values[m].mean())
-        e_sd = math.sqrt(float(exp.variances[m].sum())) / w
-        diff = value - e_mean
-        denom = e_sd / math.sqrt(len(sm))
-        return {
-            "sd": float(sm.std(ddof=1)) if len(sm) > 1 else 0.0,
-            "min": float(sm.min()),
-            "max": float(sm.max()),
-            "n_seeds": len(sm),
-            "z": diff / denom if denom > 0 else (0.0 if abs(diff) < 1e-12 else np.inf),
-        }
+    def sums(self) -> Sums:
+        """The sums over rows the summary is made of (:mod:`tieaudit.sums`)."""
+        return Sums.from_evaluation(self)
 
     def per_row(self) -> pd.DataFrame:
         """Long table ``row, user_id, rule, metric, value`` (one line per row, rule and measure)."""
@@ -307,7 +271,7 @@ def hash_seed_ranks(
 
 
 def evaluate(
-    data: CandidateTable | pd.DataFrame | str,
+    data: CandidateTable | pd.DataFrame | str | object,
     measures: Iterable[str | Measure] | None = None,
     rules: Iterable[str | TieRule] | None = None,
     *,
@@ -315,7 +279,10 @@ def evaluate(
     rank_cap: int | None = -1,
     seed_ranks: np.ndarray | None = None,
 ) -> Evaluation:
-    """Evaluate ``data`` (a :class:`CandidateTable`, DataFrame or path) under tie rules.
+    """Evaluate ``data`` under tie rules, in memory: a :class:`CandidateTable`, a pandas or polars
+    DataFrame, a pyarrow Table or a path (a file, a directory of Parquet files, a glob). For an
+    input too large to hold, :func:`tieaudit.stream.evaluate_stream` gives the same summary
+    reading it in chunks of rows.
 
     ``measures`` default to HR, nDCG and MRR at 1, 5, 10 and 20; ``rules`` to the paper's rules
     (:data:`tieaudit.rules.DEFAULT_RULES`). ``hash_mean`` uses seeds ``0 .. n_seeds - 1``.

@@ -46,6 +46,7 @@ __all__ = [
     "tie_rules",
     "permute_within_rows",
     "permute_lines",
+    "cut_points",
     "check_tie_rule",
     "full_catalog_cases",
     "FullCatalogCase",
@@ -166,6 +167,15 @@ def tie_rules(*, invariant_only: bool = False, max_seed: int = 2**32) -> st.Sear
         return TieRule(kind.name, seed if kind.seeded else None)
 
     return st.builds(build, st.sampled_from(kinds), st.integers(0, max_seed))
+
+
+def cut_points(n_lines: int, max_cuts: int = 6) -> st.SearchStrategy[list[int]]:
+    """Where a table of ``n_lines`` lines is cut into record batches: sorted distinct positions
+    in ``1 .. n_lines - 1`` (none for a table of one line), anywhere, inside rows too."""
+    _require()
+    if n_lines < 2:
+        return st.just([])
+    return st.lists(st.integers(1, n_lines - 1), max_size=max_cuts, unique=True).map(sorted)
 
 
 def _generator(rng: np.random.Generator | int) -> np.random.Generator:

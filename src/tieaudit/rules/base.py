@@ -111,6 +111,10 @@ class RuleKind:
     #: Whether the kind reads item ids as whole numbers and refuses tables with other ids (the
     #: conformance check draws such ids for it).
     numeric_ids: ClassVar[bool] = False
+    #: Whether a row's ranks on a stored table depend on the lines of the other rows (a shuffle of
+    #: the whole table's positions): in chunks of rows (:mod:`tieaudit.stream`) it reads a
+    #: chunk's place in the whole table (``CandidateTable.line_offset`` and ``lines_total``).
+    whole_table: ClassVar[bool] = False
 
     @property
     def syntax(self) -> str:

@@ -12,6 +12,7 @@ rotation of the group's places (:func:`summary_random_before`); it is then not t
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
@@ -28,11 +29,13 @@ if TYPE_CHECKING:
 __all__ = ["summary_random_before", "RANDOM"]
 
 
+@functools.lru_cache(maxsize=1)  # the chunks of one table share it
 def _positions(seed: int, n_lines: int) -> np.ndarray:
     """Each line's position after the seeded shuffle of ``n_lines`` stored positions."""
     order = np.random.default_rng(seed).permutation(n_lines)
     position = np.empty_like(order)
     position[order] = np.arange(len(order))
+    position.flags.writeable = False
     return position
 
 
@@ -79,9 +82,13 @@ class Random(RuleKind):
     order = "seeded shuffle of the stored order, then a stable sort"
     invariant = False
     summary_exact = False
+    whole_table = True
 
     def line_key(self, ties: StoredTies, seed: int | None) -> np.ndarray:
-        return _positions(int(seed or 0), ties.table.n_candidates)
+        # a chunk of a larger table (tieaudit.stream) takes its lines' places in the whole shuffle
+        table = ties.table
+        total = table.lines_total if table.lines_total is not None else table.n_candidates
+        return _positions(int(seed or 0), total)[table.line_offset:][: table.n_candidates]
 
     def summary_before(self, ties: SummaryTies, seeds: Sequence[int]) -> np.ndarray:
         return np.stack([_summary_before(ties, s) for s in seeds])

@@ -1,0 +1,236 @@
+"""Candidates read in chunks of whole rows, from wherever they live.
+
+A source (:func:`open_source`) is a candidates file (CSV or Parquet), a directory of Parquet files
+(a dataset, hive-partitioned as data lakes write them: ``key=value`` folders become columns), a
+glob naming files, a pyarrow Table or RecordBatchReader, or a pandas or polars DataFrame. Its records are read as
+Arrow record batches in stored order (Parquet by row groups, CSV by blocks; files in name order)
+and cut into chunks of whole rows (:func:`whole_rows`): a row whose lines continue in the next
+batch is carried over. A row whose lines are not contiguous cannot be cut that way: a row that
+comes back after other rows were read is an error naming it and how to sort the file
+(:class:`RowCheck`). Errors name records counted over the whole source (CSV files: lines).
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .candidates_io import (
+    CandidateError,
+    LineMap,
+    Records,
+    ShiftedLines,
+    file_batches,
+    file_lines,
+    frame_to_arrow,
+)
+
+__all__ = ["Source", "open_source", "whole_rows", "RowCheck", "BATCH_LINES"]
+
+#: Lines per record batch read from a file (a chunk is one batch or more).
+BATCH_LINES = 1 << 16
+_GLOB = set("*?[")
+
+
+@dataclass
+class Source:
+    """Where candidates come from: a name for messages, the record batches in stored order, the
+    number of lines when known beforehand, and how a chunk's errors name its records."""
+
+    def counted(self) -> Source:
+        """The source with its number of lines, counted by reading it once if need be."""
+        if self.n_lines is not None or not self.rereadable:
+            return self
+        return replace(self, n_lines=sum(b.num_rows for b in self.batches()))
+
+    name: str
+    batches: Callable[[], Iterator[pa.RecordBatch | pa.Table]]
+    n_lines: int | None
+    csv_path: Path | None = None
+    #: Whether :attr:`batches` may be called again (a RecordBatchReader is read once).
+    rereadable: bool = True
+
+    def where(self, offset: int) -> LineMap:
+        """How the errors of a chunk starting at record ``offset`` name its records."""
+        return ShiftedLines(self.csv_path, offset) if self.csv_path else Records(offset)
+
+
+def _table_source(table: pa.Table, name: str) -> Source:
+    return Source(name, lambda: iter(table.to_batches(max_chunksize=BATCH_LINES)), table.num_rows)
+
+
+def _hive_columns(path: Path, root: Path) -> dict[str, str]:
+    """The ``key=value`` folders between ``root`` and ``path``."""
+    parts = path.relative_to(root).parts[:-1]
+    return dict(p.split("=", 1) for p in parts if "=" in p)
+
+
+def _files_source(files: list[Path], name: str, root: Path | None) -> Source:
+    if not files:
+        raise CandidateError(f"{name}: no candidates files (.parquet, .pq, .csv, .csv.gz) found")
+
+    def batches() -> Iterator[pa.RecordBatch | pa.Table]:
+        for f in files:
+            keys = _hive_columns(f, root) if root is not None else {}
+            for b in file_batches(f, BATCH_LINES):
+                table = pa.Table.from_batches([b])
+                for k, v in keys.items():
+                    if k not in table.column_names:
+                        table = table.append_column(k, pa.array([v] * len(table), pa.string()))
+                yield table
+
+    counts = [file_lines(f) for f in files]
+    total = None if any(c is None for c in counts) else sum(counts)
+    csv_path = files[0] if len(files) == 1 and counts[0] is None else None
+    return Source(name, batches, total, csv_path)
+
+
+def open_source(data: Any) -> Source:
+    """The :class:`Source` of a path (file, directory, glob), a pyarrow Table or
+    RecordBatchReader, or a DataFrame (pandas, or any with ``to_arrow()`` such as polars)."""
+    if isinstance(data, pa.Table):
+        return _table_source(data, "<table>")
+    if isinstance(data, pa.RecordBatchReader):  # read once, as it streams
+        return Source("<batches>", lambda: iter(data), None, rereadable=False)
+    if isinstance(data, pd.DataFrame):
+        return _table_source(frame_to_arrow(data, "<frame>"), "<frame>")
+    if hasattr(data, "to_arrow") and not isinstance(data, (str, os.PathLike)):
+        return _table_source(data.to_arrow(), "<frame>")
+    name = str(data)
+    p = Path(data)
+    if p.is_dir():
+        files = sorted(f for f in p.rglob("*") if f.is_file() and _is_data(f))
+        return _files_source(files, name, p)
+    if not p.exists() and _GLOB & set(name):
+        files = sorted(Path(f) for f in glob.glob(name, recursive=True) if Path(f).is_file())
+        return _files_source(files, name, None)
+    return _files_source([p], name, None)
+
+
+def _is_data(path: Path) -> bool:
+    """A candidates file in a dataset folder (hidden and ``_``-prefixed files are metadata)."""
+    if path.name.startswith((".", "_")):
+        return False
+    return "".join(path.suffixes[-2:]).lower().endswith((".parquet", ".pq", ".csv", ".csv.gz"))
+
+
+def _row_starts(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """Positions (after the first) where the row id differs from the line before."""
+    if len(col) < 2:
+        return np.zeros(0, dtype=np.int64)
+    try:
+        diff = pc.fill_null(pc.not_equal(col.slice(1), col.slice(0, len(col) - 1)), True)
+    except (pa.ArrowNotImplementedError, pa.ArrowTypeError):  # no ids (e.g. lists): one chunk,
+        return np.zeros(0, dtype=np.int64)  # whose validation names the column
+    return np.flatnonzero(diff.to_numpy(zero_copy_only=False)) + 1
+
+
+def whole_rows(
+    batches: Iterator[pa.RecordBatch | pa.Table], max_rows: int | None = None,
+    max_lines: int | None = None,
+) -> Iterator[tuple[pa.Table, int]]:
+    """Chunks of whole rows and the record offset of each: a chunk ends where a new row starts,
+    after ``max_rows`` rows, or before ``max_lines`` lines are passed (a longer row is a chunk
+    of its own); no limit: one chunk. A row is its run of consecutive lines with one row id."""
+    pending: list[pa.Table] = []
+    starts: list[np.ndarray] = []  # row starts inside the pending lines (0 included)
+    n_pending = 0
+    offset = 0
+    last = None  # the row id of the last pending line
+    for batch in batches:
+        table = batch if isinstance(batch, pa.Table) else pa.Table.from_batches([batch])
+        if table.num_rows == 0:
+            continue
+        col = table.column("row") if "row" in table.column_names else None
+        inner = _row_starts(col) if col is not None else np.zeros(0, dtype=np.int64)
+        first = col[0].as_py() if col is not None else None
+        new = [inner] if n_pending and first == last else [np.r_[0, inner]]
+        starts.append(new[0] + n_pending)
+        pending.append(table)
+        n_pending += table.num_rows
+        last = col[-1].as_py() if col is not None else None
+        while True:
+            at = np.concatenate(starts)
+            cut = _cut(at, n_pending, max_rows, max_lines)
+            if cut is None:
+                break
+            whole = pa.concat_tables(pending, promote_options="default") if len(pending) > 1 \
+                else pending[0]  # fmt: skip
+            yield whole.slice(0, cut), offset
+            offset += cut
+            rest = whole.slice(cut)
+            pending, n_pending = [rest], rest.num_rows
+            starts = [at[at >= cut] - cut]
+    if n_pending:
+        whole = pa.concat_tables(pending, promote_options="default") if len(pending) > 1 \
+            else pending[0]  # fmt: skip
+        yield whole, offset
+
+
+def _cut(starts: np.ndarray, n_lines: int, max_rows: int | None,
+         max_lines: int | None) -> int | None:
+    """Where to end the next chunk of ``n_lines`` pending lines whose rows start at ``starts``
+    (``None``: read on)."""
+    cuts = []
+    if max_rows is not None and len(starts) > max_rows:
+        cuts.append(int(starts[max_rows]))
+    if max_lines is not None and n_lines > max_lines:
+        fits = starts[(starts > 0) & (starts <= max_lines)]
+        if len(fits):
+            cuts.append(int(fits[-1]))
+        elif len(starts) > 1:  # the first row alone is longer than max_lines
+            cuts.append(int(starts[1]))
+    return min(cuts) if cuts else None
+
+
+class RowCheck:
+    """Refuses a row that comes back after other rows were read (its lines not contiguous).
+
+    Keeps a sorted array of 64-bit hashes of the row ids already read (8 bytes a row); two
+    different row ids share a hash with a probability of about ``rows**2 / 2**65``.
+    """
+
+    def __init__(self, source: Source) -> None:
+        self.source = source
+        self.seen = np.zeros(0, dtype=np.uint64)
+
+    def add(self, chunk: pa.Table, offset: int) -> None:
+        """Record the rows of ``chunk``; an error if one of them was read before."""
+        if "row" not in chunk.column_names:
+            return
+        col = chunk.column("row")
+        try:
+            ids = pc.drop_null(pc.unique(col))
+            if not pa.types.is_string(ids.type):
+                ids = pc.cast(ids, pa.string())
+        except (pa.ArrowNotImplementedError, pa.ArrowTypeError, pa.ArrowInvalid):
+            return  # no ids: the chunk's validation names the column
+        keys = pd.util.hash_array(ids.to_numpy(zero_copy_only=False))
+        if len(self.seen):
+            at = np.minimum(np.searchsorted(self.seen, keys), len(self.seen) - 1)
+            again = np.flatnonzero(self.seen[at] == keys)
+            if len(again):
+                self._refuse(col, ids[int(again.min())].as_py(), offset)
+        self.seen = np.sort(np.concatenate([self.seen, keys]), kind="stable")
+
+    def _refuse(self, col: pa.ChunkedArray, row: Any, offset: int) -> None:
+        target = pa.scalar(row, pa.string())
+        pos = pc.index(col, target if pa.types.is_string(col.type) else target.cast(col.type))
+        unit = "line" if self.source.csv_path else "record"
+        (number,) = self.source.where(offset)(np.array([pos.as_py()]))
+        raise CandidateError(
+            f"{self.source.name}: {unit} {number}: row {str(row)!r} comes back after other rows; "
+            "read in chunks of whole rows, a row's lines must be contiguous: sort the lines by "
+            "row with a stable sort (keeping each row's stored order, which input_order uses), "
+            "e.g. pandas frame.sort_values('row', kind='stable'), or evaluate in one chunk "
+            "(a --chunk-rows or --memory large enough for every row)"
+        )

@@ -1,0 +1,276 @@
+"""Streamed evaluation (tieaudit.stream, tieaudit.batches, tieaudit.sums): chunks of whole rows
+give the in-memory summary; rows that are not contiguous across chunks are refused."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tieaudit import evaluate
+from tieaudit.batches import open_source, whole_rows
+from tieaudit.candidates import CandidateError
+from tieaudit.cli import main
+from tieaudit.rules import rule_kinds
+from tieaudit.stream import Progress, chunk_lines, evaluate_stream, parse_memory
+from tieaudit.sums import Sums
+from tieaudit.testing import candidate_frames, cut_points, summary_frames, tie_rules
+
+MEASURES = ["nDCG@3", "HR@2", "MRR@5", "P@2", "Recall@3"]
+RULES = ["input_order", "expected", "hash_mean", "optimistic", "pessimistic", "item_id",
+         "hash:7", "reversed_input"]  # fmt: skip
+RTOL = 1e-12
+
+
+def tie_frame(n_rows: int = 9, seed: int = 0) -> pd.DataFrame:
+    """Rows of different lengths stored one after the other, scores on three levels."""
+    rng = np.random.default_rng(seed)
+    lines = []
+    for r in range(n_rows):
+        length = int(rng.integers(1, 7))
+        pos = int(rng.integers(length))
+        for j in range(length):
+            lines.append((f"r{r}", f"u{r % 3}", f"i{(r + j) % 11}", int(j == pos),
+                          float(rng.integers(3))))  # fmt: skip
+    return pd.DataFrame(lines, columns=["row", "user_id", "item_id", "label", "score"])
+
+
+def assert_same_summary(got: pd.DataFrame, want: pd.DataFrame, exact: bool = False) -> None:
+    assert list(got.columns) == list(want.columns)
+    for c in ("rule", "metric", "n_rows", "n_seeds"):
+        assert got[c].astype(str).tolist() == want[c].astype(str).tolist(), c
+    for c in ("value", "sd", "min", "max", "se", "z"):
+        a, b = got[c].to_numpy(float), want[c].to_numpy(float)
+        if exact:
+            np.testing.assert_array_equal(a, b, err_msg=c)
+        else:
+            np.testing.assert_allclose(a, b, rtol=RTOL, atol=1e-15, err_msg=c)
+
+
+def test_one_chunk_is_the_in_memory_summary_bit_for_bit() -> None:
+    frame = tie_frame()
+    want = evaluate(frame, MEASURES, RULES, n_seeds=5).summary()
+    got = evaluate_stream(frame, MEASURES, RULES, n_seeds=5)
+    assert got.n_chunks == 1
+    assert_same_summary(got.summary(), want, exact=True)
+
+
+@pytest.mark.parametrize("chunk_rows", [1, 2, 4, 100])
+def test_chunks_of_rows_give_the_in_memory_summary(chunk_rows: int) -> None:
+    frame = tie_frame()
+    want = evaluate(frame, MEASURES, RULES, n_seeds=5)
+    got = evaluate_stream(frame, MEASURES, RULES, n_seeds=5, chunk_rows=chunk_rows,
+                          per_row=True)  # fmt: skip
+    assert got.n_chunks == -(-9 // chunk_rows)
+    assert_same_summary(got.summary(), want.summary())
+    pd.testing.assert_frame_equal(got.per_row(), want.per_row())
+
+
+def _reader(frame: pd.DataFrame, cuts: list[int]) -> pa.RecordBatchReader:
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    bounds = [0, *cuts, len(frame)]
+    batches = [b for lo, hi in zip(bounds, bounds[1:], strict=False)
+               for b in table.slice(lo, hi - lo).to_batches()]  # fmt: skip
+    return pa.RecordBatchReader.from_batches(table.schema, batches)
+
+
+streamable_rules = tie_rules().filter(lambda r: not r.spec.whole_table)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data(), rules=st.lists(streamable_rules, min_size=1, max_size=3),
+       chunk_rows=st.integers(1, 4))  # fmt: skip
+def test_random_batches_and_chunks_equal_in_memory(data, rules, chunk_rows) -> None:
+    frame = data.draw(candidate_frames(max_rows=7, max_len=5, interleave=False))
+    cuts = data.draw(cut_points(len(frame)))
+    want = evaluate(frame, MEASURES, rules, n_seeds=3).summary()
+    got = evaluate_stream(_reader(frame, cuts), MEASURES, rules, n_seeds=3, chunk_rows=chunk_rows)
+    assert_same_summary(got.summary(), want)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(frame=summary_frames(max_rows=7), chunk_rows=st.integers(1, 3))
+def test_summary_tables_in_chunks_equal_in_memory(frame, chunk_rows) -> None:
+    rules = ["input_order", "expected", "optimistic", "random:3"]
+    want = evaluate(frame, ["nDCG@3", "HR@2"], rules).summary()
+    got = evaluate_stream(frame, ["nDCG@3", "HR@2"], rules, chunk_rows=chunk_rows)
+    assert_same_summary(got.summary(), want)
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=st.data(), max_lines=st.integers(1, 12))
+def test_whole_rows_cuts_only_between_rows(data, max_lines) -> None:
+    frame = data.draw(candidate_frames(max_rows=6, max_len=5, interleave=False))
+    cuts = data.draw(cut_points(len(frame)))
+    chunks = list(whole_rows(iter(_reader(frame, cuts)), max_lines=max_lines))
+    rows = [c.column("row").to_pylist() for c, _ in chunks]
+    assert sum(rows, []) == frame["row"].tolist()
+    assert [o for _, o in chunks] == list(np.cumsum([0, *map(len, rows)])[:-1])
+    for prev, nxt in zip(rows, rows[1:], strict=False):
+        assert prev[-1] != nxt[0]  # never inside a row
+    for r in rows:  # at most max_lines, unless the chunk is one row longer than that
+        assert len(r) <= max_lines or len(set(r)) == 1
+
+
+def test_a_row_seen_again_after_other_rows_is_refused(tmp_path) -> None:
+    frame = tie_frame(4)
+    frame = pd.concat([frame, frame[frame["row"] == "r1"].iloc[:1].assign(item_id="new")],
+                      ignore_index=True)  # fmt: skip
+    path = tmp_path / "c.csv"
+    frame.to_csv(path, index=False)
+    evaluate_stream(path, ["HR@2"], ["expected"])  # one chunk: rows may interleave
+    with pytest.raises(CandidateError, match=rf"c.csv: line {len(frame) + 1}: row 'r1' comes "
+                       r"back after other rows.*stable sort"):  # fmt: skip
+        evaluate_stream(path, ["HR@2"], ["expected"], chunk_rows=2)
+    pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), tmp_path / "c.parquet")
+    with pytest.raises(CandidateError, match=rf"record {len(frame)}: row 'r1' comes back"):
+        evaluate_stream(tmp_path / "c.parquet", ["HR@2"], ["expected"], chunk_rows=3)
+
+
+def test_a_whole_table_rule_takes_each_chunks_place(tmp_path) -> None:
+    whole = [k.name for k in rule_kinds() if k.whole_table]
+    assert whole == ["random"]
+    frame = tie_frame(12)
+    want = evaluate(frame, MEASURES, ["random:4", "random:0"])
+    for data in (frame, pa.Table.from_pandas(frame, preserve_index=False)):
+        got = evaluate_stream(data, MEASURES, ["random:4", "random:0"], chunk_rows=3,
+                              per_row=True)  # fmt: skip
+        assert got.n_chunks == 4
+        pd.testing.assert_frame_equal(got.per_row(), want.per_row())  # every row's value
+    frame.to_csv(tmp_path / "c.csv", index=False)  # its lines are counted first
+    got = evaluate_stream(tmp_path / "c.csv", MEASURES, ["random:4"], chunk_rows=5, per_row=True)
+    pd.testing.assert_frame_equal(got.per_row(), evaluate(frame, MEASURES, ["random:4"]).per_row())
+    with pytest.raises(ValueError, match="random:4 shuffles the stored positions of the whole"):
+        evaluate_stream(_reader(frame, []), ["HR@2"], ["input_order", "random:4"], chunk_rows=3)
+
+
+def test_errors_name_records_of_the_whole_file(tmp_path) -> None:
+    frame = tie_frame()
+    frame.loc[len(frame) - 1, "label"] = 7
+    path = tmp_path / "c.csv"
+    frame.to_csv(path, index=False)
+    with pytest.raises(CandidateError, match=rf"c.csv: line {len(frame) + 1}: label must be"):
+        evaluate_stream(path, ["HR@2"], ["expected"], chunk_rows=2)
+    pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), tmp_path / "c.parquet")
+    with pytest.raises(CandidateError, match=rf"c.parquet: record {len(frame)}: label must be"):
+        evaluate_stream(tmp_path / "c.parquet", ["HR@2"], ["expected"], chunk_rows=2)
+
+
+def test_paths_datasets_globs_tables_and_frames_agree(tmp_path) -> None:
+    frame = tie_frame(12)
+    want = evaluate(frame, MEASURES, RULES, n_seeds=4).summary()
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    frame.to_csv(tmp_path / "all.csv", index=False)
+    lake = tmp_path / "lake"
+    for part, rows in (("a", frame["row"] < "r5"), ("b", frame["row"] >= "r5")):
+        (lake / f"part={part}").mkdir(parents=True)
+        pq.write_table(table.filter(pa.array(rows)), lake / f"part={part}" / "x.parquet",
+                       row_group_size=7)  # fmt: skip
+    (lake / "_SUCCESS").write_text("")
+    inputs = [frame, table, tmp_path / "all.csv", lake, str(lake / "*" / "*.parquet")]
+    for data in inputs:
+        for chunk_rows in (None, 5):
+            got = evaluate_stream(data, MEASURES, RULES, n_seeds=4, chunk_rows=chunk_rows)
+            # the rows of the two parts are in name order, not the frame's: sums may round apart
+            assert_same_summary(got.summary(), want)
+    # evaluate() reads a dataset or glob whole; the hive key is a column it ignores
+    assert_same_summary(evaluate(lake, MEASURES, RULES, n_seeds=4).summary(), want)
+
+
+def test_jobs_do_not_change_the_result() -> None:
+    frame = tie_frame(30)
+    one = evaluate_stream(frame, MEASURES, RULES, n_seeds=3, chunk_rows=4)
+    two = evaluate_stream(frame, MEASURES, RULES, n_seeds=3, chunk_rows=4, jobs=2)
+    assert two.n_chunks == one.n_chunks == 8
+    assert_same_summary(two.summary(), one.summary(), exact=True)
+
+
+def test_sums_survive_json_exactly() -> None:
+    frame = tie_frame()
+    sums = evaluate(frame, MEASURES, RULES, n_seeds=3).sums()
+    back = Sums.from_dict(json.loads(json.dumps(sums.to_dict())))
+    assert back == sums
+    halves = [evaluate(frame[frame["row"].isin(rows)], MEASURES, RULES, n_seeds=3).sums()
+              for rows in (["r0", "r1", "r2"], [f"r{i}" for i in range(3, 9)])]  # fmt: skip
+    assert_same_summary(Sums.merge(halves).summary(), sums.summary())
+
+
+def test_memory_budget() -> None:
+    assert parse_memory("1GB") == 10**9
+    assert parse_memory("1.5 GiB") == int(1.5 * 2**30)
+    assert parse_memory("500mb") == 5 * 10**8
+    for bad in ("lots", "1XB", "0GB", "-1GB"):
+        with pytest.raises(ValueError, match="memory"):
+            parse_memory(bad)
+    assert chunk_lines(parse_memory("2GB")) > chunk_lines(parse_memory("1GB")) >= 1000
+    got = evaluate_stream(tie_frame(), ["HR@2"], ["expected"], memory="1KB")  # 1000 lines
+    assert got.n_chunks == 1 and got.max_lines == 1000
+
+
+def test_cli_streams_and_refuses(tmp_path, capsys) -> None:
+    frame = tie_frame()
+    path = tmp_path / "c.parquet"
+    pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), path)
+    args = ["evaluate", str(path), "-m", "nDCG@3", "HR@2", "-r", "input_order", "expected"]
+    assert main([*args, "--out", str(tmp_path / "one.csv"), "--per-row",
+                 str(tmp_path / "one_rows.csv")]) == 0  # fmt: skip
+    assert main([*args, "--out", str(tmp_path / "chunks.csv"), "--chunk-rows", "2", "--per-row",
+                 str(tmp_path / "chunks_rows.csv")]) == 0  # fmt: skip
+    err = capsys.readouterr().err
+    assert "evaluated 5 chunks of at most 2 rows" in err
+    assert "evaluate:" not in err  # no progress bar off a terminal
+    assert_same_summary(pd.read_csv(tmp_path / "chunks.csv"), pd.read_csv(tmp_path / "one.csv"))
+    assert (tmp_path / "chunks_rows.csv").read_bytes() == (tmp_path / "one_rows.csv").read_bytes()
+    frame2 = pd.concat([frame, frame.iloc[:1].assign(item_id="z")], ignore_index=True)
+    frame2.to_csv(tmp_path / "again.csv", index=False)
+    assert main(["evaluate", str(tmp_path / "again.csv"), "--chunk-rows", "3",
+                 "--out", str(tmp_path / "x.csv")]) == 2  # fmt: skip
+    err = capsys.readouterr().err
+    assert err.startswith("tieaudit: error: ") and "row 'r0' comes back" in err
+    assert not (tmp_path / "x.csv").exists()
+    with pytest.raises(SystemExit) as exc:
+        main(["evaluate", str(path), "--memory", "lots"])
+    assert exc.value.code == 2 and "memory 'lots'" in capsys.readouterr().err
+
+
+def test_open_source_names_what_it_reads(tmp_path) -> None:
+    assert open_source(tie_frame()).name == "<frame>"
+    with pytest.raises(CandidateError, match="no candidates files"):
+        open_source(str(tmp_path / "*.parquet"))
+    with pytest.raises(CandidateError, match="missing.csv: no such file"):
+        evaluate_stream(tmp_path / "missing.csv")
+
+
+def test_progress_bar_only_on_a_terminal(monkeypatch) -> None:
+    import io
+    import sys
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    for stream, shown in ((Terminal(), True), (io.StringIO(), False)):
+        monkeypatch.setattr(sys, "stderr", stream)
+        bar = Progress(3_000_000, "evaluate")
+        bar.update(1_500_000)
+        bar.update(1_500_000)
+        bar.close()
+        text = stream.getvalue()
+        assert ("evaluate: 3.0M lines of 3.0M (100%)\n" in text) is shown, text
+        assert bool(text) is shown
+
+
+def test_gzipped_csv_in_any_case_is_read_in_chunks(tmp_path) -> None:
+    frame = tie_frame()
+    path = tmp_path / "c.CSV.GZ"
+    with gzip.open(path, "wt") as fh:
+        frame.to_csv(fh, index=False)
+    got = evaluate_stream(path, MEASURES, ["input_order", "expected"], chunk_rows=2)
+    assert_same_summary(got.summary(), evaluate(frame, MEASURES, ["input_order", "expected"]).summary())
