@@ -16,6 +16,10 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e ".[pipeline,test,bench,probe]"
+	# cffconvert validates CITATION.cff (tests/test_citation.py); it pins jsonschema<4, which would
+	# break Snakemake's config validation, and validates fine with jsonschema 4: so without its pins
+	$(BIN)/python -m pip install --quiet --no-deps cffconvert==2.0.0 pykwalify==1.8.0 \
+		docopt==0.6.2 "ruamel.yaml>=0.17" "click>=7"
 	touch $(STAMP)
 
 venv: $(STAMP)  ## create .venv and install the project
