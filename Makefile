@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 CORES  ?= 2
 
-.PHONY: help venv test test-fast test-adapters test-slurm lint demo paper screenshot bench clean
+.PHONY: help venv test test-fast test-adapters test-slurm lint docs demo paper screenshot bench clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/'
@@ -15,7 +15,7 @@ help:  ## list the targets
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[pipeline,test,bench,probe]"
+	$(BIN)/python -m pip install --quiet -e ".[pipeline,test,bench,probe,docs]"
 	# cffconvert validates CITATION.cff (tests/test_citation.py); it pins jsonschema<4, which would
 	# break Snakemake's config validation, and validates fine with jsonschema 4: so without its pins
 	$(BIN)/python -m pip install --quiet --no-deps cffconvert==2.0.0 pykwalify==1.8.0 \
@@ -41,6 +41,9 @@ test-slurm: $(STAMP)  ## run the demo through a throw-away one-node Slurm cluste
 lint: $(STAMP)  ## ruff on the library, tests and scripts
 	$(BIN)/ruff check src tests scripts benchmarks
 
+docs: $(STAMP)  ## the documentation site into site/ (offline; any warning fails the build)
+	$(BIN)/python -m sphinx -b html -W --keep-going -q -E docs site
+
 demo: $(STAMP)  ## run the whole pipeline offline on generated demo data (about a minute)
 	$(BIN)/snakemake --configfile config/demo.yaml --cores $(CORES)
 	$(BIN)/snakemake --configfile config/demo.yaml --report results/report.html
@@ -65,4 +68,4 @@ bench: $(STAMP)  ## run the benchmarks (minutes; prints ratios measured side by 
 	$(BIN)/python benchmarks/bench_evaluate.py
 
 clean:  ## remove the virtualenv and caches (never data/ or results/)
-	rm -rf $(VENV) .pytest_cache .hypothesis .ruff_cache
+	rm -rf $(VENV) .pytest_cache .hypothesis .ruff_cache site docs/reference/_generated
