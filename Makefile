@@ -6,6 +6,8 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 CORES  ?= 2
+# Snakemake with a progress line, warnings and errors in full, its whole output in a log file
+QUIET  := $(BIN)/python -m tieaudit.quiet
 
 .PHONY: help venv test test-fast test-adapters test-slurm lint docs demo paper screenshot bench clean
 
@@ -45,8 +47,10 @@ docs: $(STAMP)  ## the documentation site into site/ (offline; any warning fails
 	$(BIN)/python -m sphinx -b html -W --keep-going -q -E docs site
 
 demo: $(STAMP)  ## run the whole pipeline offline on generated demo data (about a minute)
-	$(BIN)/snakemake --configfile config/demo.yaml --cores $(CORES)
-	$(BIN)/snakemake --configfile config/demo.yaml --report results/report.html
+	@$(QUIET) --log results/logs/make-demo.log --label demo -- \
+		$(BIN)/snakemake --configfile config/demo.yaml --cores $(CORES)
+	@$(QUIET) --log results/logs/make-demo-report.log --label report -- \
+		$(BIN)/snakemake --configfile config/demo.yaml --report results/report.html
 	@echo
 	@echo "Demo done. Results page: $(CURDIR)/results/paper/index.html  (open it in a browser)"
 	@echo "           Tables:   results/paper/*.csv, *.md, *.tex (compare.md, checklist.md)"
@@ -56,8 +60,9 @@ demo: $(STAMP)  ## run the whole pipeline offline on generated demo data (about 
 	@echo "           Full catalogue:         results/demo_*/full/<scorer>/{metrics.csv,audit/}"
 
 paper: $(STAMP)  ## download the real data (about 1 GB) and regenerate the paper's tables
-	$(BIN)/snakemake --cores $(CORES)
-	$(BIN)/snakemake --report results/report.html
+	@$(QUIET) --log results/logs/make-paper.log --label paper -- $(BIN)/snakemake --cores $(CORES)
+	@$(QUIET) --log results/logs/make-paper-report.log --label report -- \
+		$(BIN)/snakemake --report results/report.html
 	@echo "Results page: $(CURDIR)/results/paper/index.html"
 	@echo "Tables: results/paper/   Report: results/report.html"
 
