@@ -43,7 +43,8 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @needs_docs
 def test_the_site_has_every_page(site: Path) -> None:
-    for page in ("index", "tutorials/audit-your-candidates", "tutorials/probe", "extending",
+    for page in ("index", "tutorials/audit-your-candidates", "tutorials/compare", "tutorials/probe",
+                 "extending",
                  "cluster", "contributing", "changelog", "reference/formulas",
                  "reference/_generated/api", "reference/_generated/cli",
                  "reference/_generated/config", "reference/_generated/tie-rules"):  # fmt: skip
