@@ -14,12 +14,12 @@ QUIET  := $(BIN)/python -m tieaudit.quiet
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/'
 
+# cffconvert validates CITATION.cff (tests/test_citation.py); it pins jsonschema<4, which would
+# break Snakemake's config validation, and validates fine with jsonschema 4: so without its pins.
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e ".[pipeline,test,bench,probe,docs]"
-	# cffconvert validates CITATION.cff (tests/test_citation.py); it pins jsonschema<4, which would
-	# break Snakemake's config validation, and validates fine with jsonschema 4: so without its pins
 	$(BIN)/python -m pip install --quiet --no-deps cffconvert==2.0.0 pykwalify==1.8.0 \
 		docopt==0.6.2 "ruamel.yaml>=0.17" "click>=7"
 	touch $(STAMP)
