@@ -6,19 +6,25 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 CORES  ?= 2
+# Snakemake with a progress line, warnings and errors in full, its whole output in a log file
+QUIET  := $(BIN)/python -m tieaudit.quiet
 # the test suite runs on every core (pytest-xdist); a module's tests stay on one worker, so its
 # fixtures (a pipeline run the module's tests share) are set up once
 PYTEST := $(BIN)/python -m pytest -q -n auto --dist loadscope
 
-.PHONY: help venv test test-fast test-adapters test-slurm lint demo paper screenshot bench clean
+.PHONY: help venv test test-fast test-adapters test-slurm lint docs demo paper screenshot bench clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/'
 
+# cffconvert validates CITATION.cff (tests/test_citation.py); it pins jsonschema<4, which would
+# break Snakemake's config validation, and validates fine with jsonschema 4: so without its pins.
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[pipeline,test,bench,probe]"
+	$(BIN)/python -m pip install --quiet -e ".[pipeline,test,bench,probe,docs]"
+	$(BIN)/python -m pip install --quiet --no-deps cffconvert==2.0.0 pykwalify==1.8.0 \
+		docopt==0.6.2 "ruamel.yaml>=0.17" "click>=7"
 	touch $(STAMP)
 
 venv: $(STAMP)  ## create .venv and install the project
@@ -40,9 +46,14 @@ test-slurm: $(STAMP)  ## run the demo through a throw-away one-node Slurm cluste
 lint: $(STAMP)  ## ruff on the library, tests and scripts
 	$(BIN)/ruff check src tests scripts benchmarks
 
+docs: $(STAMP)  ## the documentation site into site/ (offline; any warning fails the build)
+	$(BIN)/python -m sphinx -b html -W --keep-going -q -E docs site
+
 demo: $(STAMP)  ## run the whole pipeline offline on generated demo data (about a minute)
-	$(BIN)/snakemake --configfile config/demo.yaml --cores $(CORES)
-	$(BIN)/snakemake --configfile config/demo.yaml --report results/report.html
+	@$(QUIET) --log results/logs/make-demo.log --label demo -- \
+		$(BIN)/snakemake --configfile config/demo.yaml --cores $(CORES)
+	@$(QUIET) --log results/logs/make-demo-report.log --label report -- \
+		$(BIN)/snakemake --configfile config/demo.yaml --report results/report.html
 	@echo
 	@echo "Demo done. Results page: $(CURDIR)/results/paper/index.html  (open it in a browser)"
 	@echo "           Tables:   results/paper/*.csv, *.md, *.tex (compare.md, checklist.md)"
@@ -52,8 +63,9 @@ demo: $(STAMP)  ## run the whole pipeline offline on generated demo data (about 
 	@echo "           Full catalogue:         results/demo_*/full/<scorer>/{metrics.csv,audit/}"
 
 paper: $(STAMP)  ## download the real data (about 1 GB) and regenerate the paper's tables
-	$(BIN)/snakemake --cores $(CORES)
-	$(BIN)/snakemake --report results/report.html
+	@$(QUIET) --log results/logs/make-paper.log --label paper -- $(BIN)/snakemake --cores $(CORES)
+	@$(QUIET) --log results/logs/make-paper-report.log --label report -- \
+		$(BIN)/snakemake --report results/report.html
 	@echo "Results page: $(CURDIR)/results/paper/index.html"
 	@echo "Tables: results/paper/   Report: results/report.html"
 
@@ -64,4 +76,4 @@ bench: $(STAMP)  ## run the benchmarks (minutes; prints ratios measured side by 
 	$(BIN)/python benchmarks/bench_evaluate.py
 
 clean:  ## remove the virtualenv and caches (never data/ or results/)
-	rm -rf $(VENV) .pytest_cache .hypothesis .ruff_cache
+	rm -rf $(VENV) .pytest_cache .hypothesis .ruff_cache site docs/reference/_generated

@@ -103,7 +103,7 @@ def build_movielens(workdir: Path, n_movies: int) -> Path:
 
 def child(spec: dict) -> None:
     """Run one ingest in this (fresh) process and print time and peak RSS as JSON."""
-    from tieaudit.data.ingest import ingest
+    from tieaudit.sources.ingest import ingest
 
     out = Path(spec["out"])
     t0 = time.perf_counter()

@@ -7,7 +7,7 @@
 Three phases:
 
 1. **generate** -- write the paper's raw files in their real layouts with
-   :mod:`tieaudit.data.synthetic` under ``OUT/data/`` (never in the repository): Amazon Reviews
+   :mod:`tieaudit.sources.synthetic` under ``OUT/data/`` (never in the repository): Amazon Reviews
    2023 Beauty_and_Personal_Care (5-core benchmark train/valid/test CSVs + metadata JSONL) and
    ml-25m.zip. ``--scale 1.0`` is the real size of each: Amazon 729,576 users, 207,649 benchmark
    items, 1,028,914 metadata records; MovieLens 162,541 users, 62,423 movies, 1,128 genome tags.

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Write a synthetic dataset in the real file layout (see ``tieaudit.data.synthetic``).
+"""Write a synthetic dataset in the real file layout (see ``tieaudit.sources.synthetic``).
 
 Examples::
 
@@ -21,11 +21,11 @@ import time
 from pathlib import Path
 
 try:
-    from tieaudit.data.synthetic import DATASETS, generate
+    from tieaudit.sources.synthetic import DATASETS, generate
     from tieaudit.sources import get_source
 except ImportError:  # running from a checkout without the package installed
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
-    from tieaudit.data.synthetic import DATASETS, generate
+    from tieaudit.sources.synthetic import DATASETS, generate
     from tieaudit.sources import get_source
 
 #: Command-line flag -> generator keyword; a flag applies to the generators that take it.

@@ -1,6 +1,6 @@
 """Step: parse a dataset's raw files into interim interactions and item attributes (Parquet)."""
 
-from tieaudit.data.ingest import ingest
+from tieaudit.sources.ingest import ingest
 from tieaudit.workflow import inputs_except, start
 
 log = start(snakemake)  # noqa: F821 - injected by Snakemake

@@ -1,6 +1,6 @@
 """Step: write a format-faithful synthetic dataset (demo and tests) into data/demo/{dataset}/."""
 
-from tieaudit.data.synthetic import generate
+from tieaudit.sources.synthetic import generate
 from tieaudit.workflow import start
 
 log = start(snakemake)  # noqa: F821 - injected by Snakemake

@@ -12,8 +12,8 @@ import pytest
 
 from tieaudit import _atomic
 from tieaudit.data.download import LockEntry, LockFile, download
-from tieaudit.data.ingest import ingest
-from tieaudit.data.synthetic import generate
+from tieaudit.sources.ingest import ingest
+from tieaudit.sources.synthetic import generate
 from tieaudit.io import atomic_write_bytes, atomic_write_many, atomic_write_text, write_table
 
 

@@ -17,11 +17,27 @@ START = "<!-- tie-rules-table: made by tieaudit.rules.markdown_table() from the 
 END = "<!-- end of tie-rules-table -->"
 
 
-def readme_table() -> str:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    m = re.search(re.escape(START) + r"[^\n]*\n(.*?)" + re.escape(END), text, re.S)
-    assert m, "README.md lost the markers of the tie-rules table"
+def marked_table(path: Path, start: str, end: str) -> str:
+    """The text between the marker comments ``start`` (to the end of its line) and ``end``."""
+    text = path.read_text(encoding="utf-8")
+    m = re.search(re.escape(start) + r"[^\n]*\n(.*?)" + re.escape(end), text, re.S)
+    assert m, f"{path.name} lost the markers {start!r} ... {end!r}"
     return m.group(1)
+
+
+def readme_table() -> str:
+    return marked_table(ROOT / "README.md", START, END)
+
+
+def test_contributors_map_is_the_layers_table() -> None:
+    from tieaudit.layers import markdown_table as layers_table
+
+    got = marked_table(ROOT / "docs" / "contributing.md", "<!-- layers-table:",
+                       "<!-- end of layers-table -->")  # fmt: skip
+    assert got == layers_table(), (
+        "docs/contributing.md's layers table differs from tieaudit.layers; replace it with\n"
+        f"{layers_table()}"
+    )
 
 
 def test_readme_rule_table_is_the_registry_s() -> None:

@@ -15,8 +15,8 @@ import yaml
 from tieaudit import evaluate
 from tieaudit.audit import diagnostics
 from tieaudit.cli import main
-from tieaudit.data.ingest import ingest
-from tieaudit.data.synthetic import generate
+from tieaudit.sources.ingest import ingest
+from tieaudit.sources.synthetic import generate
 from tieaudit.sampling import build_candidates, sample_rows
 from tieaudit.scorers import get_scorer, score_candidates
 from tieaudit.split import leave_last_out

@@ -1,22 +1,52 @@
-"""The library files a dataset source's steps depend on, read from the import statements
-(tieaudit.dependencies), are exactly what they import (the graph has no cycle: tests/test_imports.py)."""
+"""The package's layers (tieaudit.layers): every import goes down, never up; and the library files
+a dataset source's steps depend on, read from the import statements (tieaudit.dependencies), are
+exactly what they import (the graph has no cycle: tests/test_imports.py)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 
 import pytest
 
+from tieaudit.dependencies import PACKAGE_DIR, import_graph, library_files
+from tieaudit.layers import LAYERS, Layer, layer_of, violations
 from tieaudit.sources import available_sources, source_module
-from tieaudit.dependencies import PACKAGE_DIR, library_files
+
+
+def test_every_file_of_the_package_is_in_one_layer() -> None:
+    for path in sorted(PACKAGE_DIR.rglob("*.py")):
+        layer_of(path.relative_to(PACKAGE_DIR).as_posix())  # raises unless exactly one
+    assert len({layer.name for layer in LAYERS}) == len(LAYERS)
+
+
+def test_every_import_goes_down_the_layers() -> None:
+    # every import that can run, inside functions too: a lazy import up the layers is a knot
+    found = violations(import_graph(PACKAGE_DIR), PACKAGE_DIR)
+    assert not found, "imports up the layers (tieaudit.layers):\n" + "\n".join(found)
+
+
+def test_an_import_up_the_layers_is_found(tmp_path: Path) -> None:
+    pkg = tmp_path / "pkg"
+    (pkg / "low").mkdir(parents=True)
+    files = {"__init__.py": "", "low/__init__.py": "", "high.py": "from pkg.low import a\n",
+             "low/a.py": "def f():\n    from pkg import high\n"}  # fmt: skip
+    for name, text in files.items():
+        (pkg / name).write_text(text)
+    layers = (Layer("low", "", ("__init__.py", "low/*")), Layer("high", "", ("high.py",)))
+    assert violations(import_graph(pkg), pkg, layers) == ["low/a.py (low) imports high.py (high)"]
+    with pytest.raises(ValueError, match="high.py: in no layer"):
+        layer_of("high.py", layers[:1])
+    with pytest.raises(ValueError, match="in low, low2"):
+        layer_of("low/a.py", (*layers, Layer("low2", "", ("low/a.py",))))
 
 
 @pytest.mark.parametrize("name", available_sources())
 def test_a_sources_steps_depend_on_its_own_modules_only(name: str) -> None:
-    modules = ["tieaudit.data.ingest", source_module(name)]
+    modules = ["tieaudit.sources.ingest", source_module(name)]
     files = [p.relative_to(PACKAGE_DIR).as_posix() for p in library_files(modules=modules)]
     own = source_module(name).removeprefix("tieaudit.").replace(".", "/")
     assert any(f in (f"{own}.py", f"{own}/__init__.py") for f in files), files
-    assert {"data/ingest.py", "data/interim.py", "data/streams.py", "sources/base.py"} <= set(files)
+    assert {"sources/ingest.py", "data/interim.py", "data/streams.py", "sources/base.py"} <= set(files)
     others = [source_module(n).removeprefix("tieaudit.").replace(".", "/")
               for n in available_sources() if n != name]
     assert not [f for f in files if any(f.startswith(o + ".") or f.startswith(o + "/")

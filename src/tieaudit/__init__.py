@@ -1,8 +1,11 @@
 """tieaudit: tie-aware, row-order-invariant top-k evaluation for recommender scores.
 
 >>> import tieaudit
->>> ev = tieaudit.evaluate("candidates.csv", ["nDCG@10", "HR@10"], ["input_order", "expected"])
->>> ev.summary()                                               # doctest: +SKIP
+>>> ev = tieaudit.evaluate("examples/candidates.csv", ["nDCG@10"], ["input_order", "expected"])
+>>> print(ev.summary()[["rule", "metric", "value"]].round(4).to_string(index=False))
+       rule  metric  value
+input_order nDCG@10 0.5567
+   expected nDCG@10 0.5052
 
 See :mod:`tieaudit.rules` for the tie rules (one module per rule kind, one registry),
 :mod:`tieaudit.measures` for the measures and their formulas, :mod:`tieaudit.hashing` for the

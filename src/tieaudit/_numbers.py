@@ -4,7 +4,7 @@ Python's ``float()`` and ``int()`` accept more than a data file should mean: ``1
 ``strtod``, and so trec_eval, reads 1), and non-ASCII digits (``١٥``, ``１５``) are numbers too.
 Every reader of scores, labels, relevance, counts, ratings and timestamps (TREC runs and qrels,
 candidates tables in CSV or as Parquet / DataFrame text, and the CSV files of
-:mod:`tieaudit.data.ingest`, the ``generic`` interactions among them) checks the text against this
+:mod:`tieaudit.sources.ingest`, the ``generic`` interactions among them) checks the text against this
 grammar first and converts only what matches; the CLI's integer options use :func:`parse_integer`:
 
 * a number (:data:`NUMBER`): ASCII only, an optional sign, digits with an optional decimal point

@@ -16,7 +16,7 @@ Hypothesis is only a test dependency: importing this module works without it (th
 strategy without hypothesis installed raises an :class:`ImportError` that says what to install.
 No other tieaudit module imports this one.
 
-:func:`check_tie_rule` (from :mod:`tieaudit.rules.conformance`) is the conformance check any tie
+:func:`check_tie_rule` (from :mod:`tieaudit.rule_conformance`) is the conformance check any tie
 rule kind can run, as the built-ins do in the test suite.
 """
 
@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .rules.conformance import check_tie_rule
+from .rule_conformance import check_tie_rule
 
 try:  # hypothesis is a test-only dependency
     from hypothesis import strategies as st

@@ -1,4 +1,4 @@
-"""Tests for tieaudit.data.ingest: small hand-written files in the real formats, then the synthetic
+"""Tests for tieaudit.sources.ingest: small hand-written files in the real formats, then the synthetic
 generator's files."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tieaudit.data import interim, tables
-from tieaudit.data.ingest import IngestError, ingest, normalise_attribute
+from tieaudit.sources.ingest import IngestError, ingest, normalise_attribute
 from tieaudit.sources import _genome_tags
 
 BEAUTY = "Beauty_and_Personal_Care"
@@ -610,7 +610,7 @@ def test_atomic_output_on_write_failure(amazon: dict[str, Path], out: tuple[Path
 
 @pytest.fixture(scope="module")
 def generated(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Path]]:
-    from tieaudit.data import synthetic  # imported here so the tests above never depend on it
+    from tieaudit.sources import synthetic  # imported here so the tests above never depend on it
 
     root = tmp_path_factory.mktemp("synthetic")
     return {

@@ -1,4 +1,4 @@
-"""tieaudit.data.ingest on faulty inputs and interrupted runs: duplicated zip members, over-long
+"""tieaudit.sources.ingest on faulty inputs and interrupted runs: duplicated zip members, over-long
 lines and headers, damaged or truncated compressed files, and temporary files after a kill."""
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from tests.data import test_ingest as base
 from tests.data.test_ingest import ML_SCORES, csv_with_bad_lines, frame, genome_zip, ml_zip
 from tieaudit.data import streams, tables
-from tieaudit.data.ingest import IngestError, ingest
+from tieaudit.sources.ingest import IngestError, ingest
 
 amazon = base.amazon  # the fixtures of test_ingest, shared
 out = base.out
@@ -228,7 +228,7 @@ _CHILD = """
 import sys, time
 from pathlib import Path
 from tieaudit.data import interim
-from tieaudit.data.ingest import ingest
+from tieaudit.sources.ingest import ingest
 from tieaudit.sources import generic
 inter, attrs, folder, ready = map(Path, sys.argv[1:5])
 interim._RUN_ROWS = 1  # attribute pairs spill to the scratch folder
@@ -392,7 +392,7 @@ def test_damaged_parquet_input_names_file_and_row(tmp_path: Path, out: tuple[Pat
 
 @pytest.fixture(scope="module")
 def synthetic_sources(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Path]]:
-    from tieaudit.data import synthetic
+    from tieaudit.sources import synthetic
 
     root = tmp_path_factory.mktemp("faults")
     return {name: synthetic.generate(name, root / name, scale=40, seed=5)

@@ -1,4 +1,4 @@
-"""Tests for the format-faithful synthetic generators (tieaudit.data.synthetic).
+"""Tests for the format-faithful synthetic generators (tieaudit.sources.synthetic).
 
 The files are read back with the standard library only (gzip, zipfile, csv, json), as a parser of
 the real files would, and checked against the real layouts: names, headers, field names, field
@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tieaudit.data import synthetic as syn
+from tieaudit.sources import synthetic as syn
 from tieaudit.sources import genome2021, movielens
 
 SEED = 7

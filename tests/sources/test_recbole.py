@@ -16,8 +16,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from tieaudit import evaluate
-from tieaudit.data.ingest import IngestError, ingest
-from tieaudit.data.synthetic import generate
+from tieaudit.sources.ingest import IngestError, ingest
+from tieaudit.sources.synthetic import generate
 from tieaudit.sampling import build_candidates, sample_rows
 from tieaudit.scorers import get_scorer, score_candidates
 from tieaudit.split import leave_last_out

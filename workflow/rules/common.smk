@@ -21,9 +21,13 @@ def in_workdir(path):
     return path.relative_to(here) if path.is_relative_to(here) else path
 
 
-# The library and the step scripts of this checkout (the files the jobs run).
-LIB = Path(workflow.basedir) / "src" / "tieaudit"
-SCRIPTS = Path(workflow.basedir) / "scripts"
+# This checkout (two folders above this file: the same when the pipeline is used as a Snakemake
+# module from another folder, where workflow.basedir is the user's), its library and the step
+# scripts (the files the jobs run).
+_HERE = workflow.current_basedir.get_path_or_uri(secret_free=True)
+ROOT = Path(_HERE).resolve().parents[1]
+LIB = ROOT / "src" / "tieaudit"
+SCRIPTS = ROOT / "scripts"
 LOGS = "results/logs"
 BENCH = "results/benchmarks"
 # A dataset or scorer name is one folder name under data/ and results/.
@@ -154,7 +158,7 @@ def check_config(config):
             f"config: evaluation.seed_chunks: {ev['seed_chunks']} jobs for "
             f"{ev['n_seeds']} hash seeds (evaluation.n_seeds); at most one job a seed"
         )
-    reference = Path(workflow.basedir) / config["paper"]["reference"]
+    reference = ROOT / config["paper"]["reference"]
     if not reference.is_file():
         errors.append(
             f"config: paper.reference: no file {str(reference)!r} (a relative path is taken "
@@ -502,9 +506,7 @@ def all_outputs():
 def reference_file():
     """The paper reference YAML: a relative path is taken from the workflow's folder."""
     path = Path(config["paper"]["reference"])
-    return str(
-        in_workdir(path if path.is_absolute() else Path(workflow.basedir) / path)
-    )
+    return str(in_workdir(path if path.is_absolute() else ROOT / path))
 
 
 def probe_candidates():

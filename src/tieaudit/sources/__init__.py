@@ -9,9 +9,10 @@ Get one by name and use it through the :class:`~tieaudit.sources.base.Source` pr
     files = movielens.generate("demo/", scale=200, seed=1)  # {"zip": Path("demo/ml-25m.zip")}
     movielens.ingest(files, "interactions.parquet", "item_attributes.parquet", top_n=10)
 
-Every public module of this package other than ``base``, ``testing`` and ``docs`` is a source
-module: importing :mod:`tieaudit.sources` imports them all, in name order, and each registers its
-source (:func:`register`). So adding a source is adding one module here; nothing else lists the
+Every public module of this package other than ``base``, ``testing``, ``docs``, ``ingest`` (parse
+a dataset by its source's name) and ``synthetic`` (generate one) is a source module: importing
+:mod:`tieaudit.sources` imports them all, in name order, and each registers its source
+(:func:`register`). So adding a source is adding one module here; nothing else lists the
 sources -- the config check, the workflow, the docs tables and the CLI read
 :func:`available_sources`. :mod:`tieaudit.sources.testing` holds the conformance battery
 every source passes; ``docs/extending.md`` walks through writing one.
@@ -46,7 +47,7 @@ __all__ = [
 ]
 
 #: Modules of this package that are not sources.
-_INFRASTRUCTURE = frozenset({"base", "testing", "docs"})
+_INFRASTRUCTURE = frozenset({"base", "testing", "docs", "ingest", "synthetic"})
 _MODULE_OF: dict[str, str] = {}
 
 

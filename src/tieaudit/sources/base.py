@@ -4,9 +4,9 @@ A dataset source is one raw-data format. It names the files it reads (:class:`Fi
 options it takes (:class:`Option`), checks a dataset's file keys and options before anything runs
 (:meth:`Source.validate`, a list of messages each naming its key), parses the raw files into the
 interim pair (:meth:`Source.ingest`, see :mod:`tieaudit.data.interim`) and writes format-faithful
-synthetic files of its format (:meth:`Source.generate`). The core -- :func:`tieaudit.data.ingest.
-ingest`, :func:`tieaudit.data.synthetic.generate`, the workflow's config check and download step,
-the docs tables -- talks to a source only through this protocol.
+synthetic files of its format (:meth:`Source.generate`). The core --
+:func:`tieaudit.sources.ingest.ingest`, :func:`tieaudit.sources.synthetic.generate`, the workflow's
+config check and download step, the docs tables -- talks to a source only through this protocol.
 
 Every source also takes the options in :data:`COMMON_OPTIONS` (``max_bad_lines``,
 ``max_line_bytes``). A source is registered once, under its name (:func:`register`); the

@@ -1,5 +1,9 @@
 """The conformance check every tie rule kind passes (scikit-learn's ``check_estimator`` idea).
 
+Users reach it as :func:`tieaudit.testing.check_tie_rule`. It runs the evaluator, the audit and
+the full-catalogue reduction on a rule, so it sits above them (:mod:`tieaudit.layers`), not in the
+:mod:`tieaudit.rules` package those import.
+
 :func:`check_tie_rule` runs a registered kind through the same battery as the built-ins and
 raises an :class:`AssertionError` naming the check that failed:
 
@@ -38,11 +42,11 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from ..audit import invariance
-from ..evaluate import evaluate
-from ..fullcatalog import full_catalog_candidates
-from ..measures import parse_measures
-from .base import RefLine, Result, RuleKind, TieRule, get_kind, parse_rule, recorded_rules
+from .audit import invariance
+from .evaluate import evaluate
+from .fullcatalog import full_catalog_candidates
+from .measures import parse_measures
+from .rules.base import RefLine, Result, RuleKind, TieRule, get_kind, parse_rule, recorded_rules
 
 __all__ = ["check_tie_rule"]
 
