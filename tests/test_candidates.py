@@ -738,9 +738,17 @@ def test_parquet_integer_score_beyond_2_53_is_refused_naming_the_record(
 
 
 @pytest.mark.parametrize("scores", [[BIG, 1], np.array([2**63 - 1, 1], dtype=np.int64),
-                                    np.array([2**64 - 1, 1], dtype=np.uint64)])
+                                    np.array([2**64 - 1, 1], dtype=np.uint64), [2**70 + 1, 1]])
 def test_frame_integer_score_beyond_2_53_is_refused(scores) -> None:
+    """Was: read as float64 and tied with its neighbours (beyond 64 bits: an OverflowError)."""
     frame = pd.DataFrame({"row": ["r", "r"], "user_id": ["u", "u"], "item_id": ["a", "b"],
                           "label": [1, 0], "score": scores})  # fmt: skip
     with pytest.raises(CandidateError, match=r"^<frame>: record 1: score \d+ is an integer beyond"):
         CandidateTable.from_frame(frame)
+
+
+def test_frame_ids_and_exact_scores_beyond_64_bits_are_read() -> None:
+    frame = pd.DataFrame({"row": [2**70, 2**70], "user_id": ["u", "u"], "item_id": ["a", "b"],
+                          "label": [1, 0], "score": [2**70, 1]})  # fmt: skip
+    t = CandidateTable.from_frame(frame)
+    assert t.row_ids.tolist() == [str(2**70)] and t.score.tolist() == [2.0**70, 1.0]

@@ -142,13 +142,14 @@ def frame_to_arrow(frame: pd.DataFrame, source: str = "<frame>") -> pa.Table:
             _check_one_id_type(col, c, source)
             try:
                 arr = pa.array(col, from_pandas=True)
-            except (pa.ArrowInvalid, pa.ArrowTypeError):  # objects Arrow cannot store
+            except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):  # objects Arrow
+                # cannot store (integers beyond 64 bits among them)
                 arr = pa.array([None if pd.isna(v) else str(v) for v in col], pa.string())
         else:
             try:
                 arr = pa.array(col.to_numpy(), from_pandas=True)
-            except (pa.ArrowInvalid, pa.ArrowTypeError):  # mixed objects: as text, so the
-                # numeric check names the record that is no number
+            except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):  # mixed objects, or
+                # integers beyond 64 bits: as text, so the numeric checks name the record
                 arr = pa.array([None if pd.isna(v) else str(v) for v in col], pa.string())
         data[c] = arr
     return pa.table(data)

@@ -2,7 +2,11 @@
 
 Given two or more models evaluated on the same evaluation rows (scored candidates tables of the
 same users and held-out items), :func:`ranking_flips` compares every pair ``(A, B)`` under every
-tie rule and against the exact expectation.
+tie rule and against the exact expectation. Rows pair by their ``row`` id, and only when they
+are the same case: the same user, the same number ``R`` of relevant items and the same relevant
+items (those that are stored, when every one is); else the comparison is refused, naming the
+first row that differs. Rows of the same user and relevant items may hold other negatives:
+:func:`negatives_note` says so.
 
 Paired difference under ``expected``
     Per row ``w``: ``d_w = E_A,w - E_B,w``, each model's exact expectation under a uniform random
@@ -231,7 +235,8 @@ def ranking_flips(
     ``models`` are :class:`ModelRows` or a mapping name -> :class:`Evaluation` (two or more, on
     the same rows); ``rules`` are the rules whose order is set against ``expected`` (default:
     every rule the models share but ``expected``). ``flip`` is ``yes`` where the pair's order
-    under the rule differs from its order under ``expected``.
+    under the rule differs from its order under ``expected``. With no rule but ``expected``, one
+    line per measure and pair under ``expected`` (never a flip) carries the paired difference.
     """
     if isinstance(models, Mapping):
         models = [ModelRows.from_evaluation(n, ev, measures) for n, ev in models.items()]
