@@ -81,7 +81,8 @@ class RowContent:
         place = np.empty(len(order), dtype=np.int64)
         place[order] = np.arange(len(order))
         pos = place[table.row]
-        by_item = np.lexsort((table.item, pos))  # item codes follow the ids' code-point order
+        # item codes follow the ids' code-point order (one int64 key sorts faster than lexsort)
+        by_item = np.argsort(pos * np.int64(len(table.item_ids)) + table.item, kind="stable")
         pos, item, label = pos[by_item], table.item_ids[table.item[by_item]], table.label[by_item]
         length = np.bincount(table.row, minlength=table.n_rows).astype(np.int64)
         for extra in (table.n_higher, table.n_lower, table.n_tied):
