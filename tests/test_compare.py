@@ -106,7 +106,7 @@ def test_cli_compare_needs_two_files(tmp_path, capsys) -> None:
     ("change", "words"),
     [
         ({"user_id": {"u1": "u9"}}, "row 'r1' has user 'u1' in A, 'u9' in B"),
-        ({"item_id": {"p": "q"}}, "row 'r0' has relevant items ['p'] in A, ['q'] in B (and 2 more"),
+        ({"item_id": {"p": "q"}}, "row 'r0' has relevant items ['p'] in A, ['q'] in B (3 rows differ)"),
     ],
 )
 def test_rows_pair_only_when_user_and_relevant_items_agree(change, words) -> None:

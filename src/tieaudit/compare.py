@@ -193,7 +193,7 @@ def _check_pairing(a: ModelRows, b: ModelRows) -> None:
     else:
         what = (f"relevant items {_items(ca.relevant, at)} in {a.name}, "
                 f"{_items(cb.relevant, at)} in {b.name}")  # fmt: skip
-    more = f" (and {len(bad) - 1} more rows)" if len(bad) > 1 else ""
+    more = f" ({len(bad)} rows differ)" if len(bad) > 1 else ""
     raise ValueError(
         f"{a.name} and {b.name} do not hold the same evaluation rows: row {str(a.row_ids[at])!r} "
         f"has {what}{more}; rows pair by their id only when user and relevant items agree"
@@ -218,7 +218,7 @@ def negatives_note(models: Sequence[ModelRows]) -> str | None:
     if not parts:
         return None
     return (f"**Candidates differ:** same users and relevant items, other negatives than "
-            f"{first.name}'s: {'; '.join(parts)}. The comparison mixes the models with their "
+            f"{first.name}'s: {'; '.join(parts)}. The differences mix the models with their "
             "candidate sets.")
 
 
