@@ -78,3 +78,14 @@ def test_lock_file_keeps_its_own_mode(tmp_path: Path) -> None:
     os.chmod(lock.path, 0o664)
     lock.record("file:///b", LockEntry(size=1, sha256="1" * 64))
     assert mode(lock.path) == 0o664
+
+
+def test_a_full_disk_names_the_file_being_written(tmp_path: Path) -> None:
+    """Was: "[Errno 28] No space left on device", naming no file (a failed write names none)."""
+    import errno
+
+    dest = tmp_path / "out.txt"
+    with pytest.raises(OSError) as info, _atomic.atomic_path(dest):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    assert info.value.errno == errno.ENOSPC and info.value.filename == str(dest)
+    assert str(dest) in str(info.value) and list(tmp_path.iterdir()) == []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import os
 import re
 import subprocess
 import sys
@@ -660,3 +661,112 @@ def test_integer_ids_encode_as_their_text() -> None:
     nulls = ints.set_column(0, "row", pa.array([10, None, 9, 9, 9], pa.int64()))
     with pytest.raises(CandidateError, match="<table>: record 2: missing row"):
         CandidateTable.from_arrow(nulls)
+
+
+# ----------------------------------------------------------------------------- what a path names
+
+
+def test_gzip_named_in_upper_case_is_read_as_gzip(tmp_path: Path) -> None:
+    """Was: F.CSV.GZ accepted but read as plain text (pyarrow looks at a lower-case .gz only)."""
+    path = tmp_path / "F.CSV.GZ"
+    with gzip.open(path, "wt", encoding="utf-8") as fh:
+        fh.write(GOOD)
+    same_table(read_candidates(write(tmp_path, GOOD)), read_candidates(path))
+    with gzip.open(path, "wt", encoding="utf-8") as fh:
+        fh.write(HEADER + "r1,u1,a,1,0.5\nr1,u1,b,0,0.5,7\n")
+    assert "line 3: expected 5 fields, found 6" in error_of(path)
+
+
+def test_a_line_longer_than_the_reader_block_is_read(tmp_path: Path) -> None:
+    """Was: "straddles two block boundaries", with no line number, for a line over ~2 MiB."""
+    long_item = "x" * (3 << 20)
+    path = write(tmp_path, HEADER + f"r1,u1,a,1,0.5\nr1,u1,{long_item},0,0.5\nr2,u2,c,1,0\n")
+    t = read_candidates(path)
+    assert t.n_candidates == 3 and long_item in t.item_ids.tolist()
+
+
+def test_a_line_longer_than_the_largest_block_is_named(tmp_path: Path, monkeypatch) -> None:
+    from tieaudit import candidates_io
+
+    monkeypatch.setattr(candidates_io, "_CSV_MAX_BLOCK", candidates_io._CSV_BLOCK)
+    line = "r1,u1," + "x" * (3 << 20) + ",0,0.5\n"
+    path = write(tmp_path, HEADER + "r1,u1,a,1,0.5\n" + line)
+    msg = error_of(path)
+    assert msg.startswith(f"{path}: line 3: {len(line):,} bytes, longer than the reader's largest "
+                          "block (1,048,576 bytes)")  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("make", "said"),
+    [
+        (lambda p: p.mkdir(), "a folder, not a file"),
+        (lambda p: os.mkfifo(p), "a pipe (FIFO), not a regular file; the file is read more than "
+                                 "once: save the data to a file and give its path"),
+        (lambda p: p.symlink_to(p), "a symbolic link that loops"),
+        (lambda p: p.symlink_to(p.parent / "gone.csv"), "a symbolic link to "),
+    ],
+    ids=["folder", "fifo", "symlink-loop", "dangling-symlink"],
+)
+def test_a_path_that_is_no_file_is_named_for_what_it_is(tmp_path: Path, make, said) -> None:
+    """Was: "no such file" for a folder, a FIFO and a symbolic link loop."""
+    path = tmp_path / "cands.csv"
+    make(path)
+    msg = error_of(path)
+    assert msg.startswith(f"{path}: {said}"), msg
+    assert "no such file" not in msg
+
+
+def test_stdin_on_a_pipe_is_named_for_what_it_is(tmp_path: Path) -> None:
+    code = ("from tieaudit.candidates import read_candidates, CandidateError\n"
+            "try:\n    read_candidates('/dev/stdin')\n"
+            "except CandidateError as e:\n    print(e)\n")  # fmt: skip
+    proc = subprocess.run([sys.executable, "-c", code], input=GOOD, capture_output=True,
+                          text=True, timeout=60)  # fmt: skip
+    assert proc.stdout.startswith("/dev/stdin: a pipe (FIFO), not a regular file"), proc
+
+
+# ----------------------------------------------------------------------------- large integer scores
+
+BIG = 2**53 + 1  # float64 reads it as 2**53: two scores that differ would tie
+
+
+def test_csv_integer_score_beyond_2_53_is_refused_naming_the_line(tmp_path: Path) -> None:
+    """Was: 9007199254740993 and 9007199254740992 read as one float and tied."""
+    path = write(tmp_path, HEADER + f"r1,u1,a,1,{BIG - 1}\nr1,u1,b,0,{BIG}\n")
+    msg = error_of(path)
+    assert msg.startswith(f"{path}: line 3: score {BIG} is an integer beyond 2**53 that float64 "
+                          "rounds")  # fmt: skip
+
+
+def test_exact_large_integers_and_decimal_notation_are_read(tmp_path: Path) -> None:
+    """2**60 is a float64 exactly; 1.5e20 is written as a float: neither is refused."""
+    path = write(tmp_path, HEADER + f"r1,u1,a,1,{2**60}\nr1,u1,b,0,1.5e20\nr1,u1,c,0,-{2**53}\n")
+    assert read_candidates(path).score.tolist() == [2.0**60, 1.5e20, -(2.0**53)]
+
+
+@pytest.mark.parametrize("dtype", [pa.int64(), pa.uint64()])
+def test_parquet_integer_score_beyond_2_53_is_refused_naming_the_record(
+    tmp_path: Path, dtype
+) -> None:
+    path = tmp_path / "big.parquet"
+    pq.write_table(pa.table({"row": ["r", "r", "r"], "user_id": ["u"] * 3,
+                             "item_id": ["a", "b", "c"], "label": [1, 0, 0],
+                             "score": pa.array([2**60, 3, BIG], dtype)}), path)  # fmt: skip
+    assert error_of(path).startswith(f"{path}: record 3: score {BIG} is an integer beyond 2**53")
+
+
+@pytest.mark.parametrize("scores", [[BIG, 1], np.array([2**63 - 1, 1], dtype=np.int64),
+                                    np.array([2**64 - 1, 1], dtype=np.uint64), [2**70 + 1, 1]])
+def test_frame_integer_score_beyond_2_53_is_refused(scores) -> None:
+    """Was: read as float64 and tied with its neighbours (beyond 64 bits: an OverflowError)."""
+    frame = pd.DataFrame({"row": ["r", "r"], "user_id": ["u", "u"], "item_id": ["a", "b"],
+                          "label": [1, 0], "score": scores})  # fmt: skip
+    with pytest.raises(CandidateError, match=r"^<frame>: record 1: score \d+ is an integer beyond"):
+        CandidateTable.from_frame(frame)
+
+
+def test_frame_ids_and_exact_scores_beyond_64_bits_are_read() -> None:
+    frame = pd.DataFrame({"row": [2**70, 2**70], "user_id": ["u", "u"], "item_id": ["a", "b"],
+                          "label": [1, 0], "score": [2**70, 1]})  # fmt: skip
+    t = CandidateTable.from_frame(frame)
+    assert t.row_ids.tolist() == [str(2**70)] and t.score.tolist() == [2.0**70, 1.0]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import math
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -506,3 +507,135 @@ def test_infinite_scores_through_the_cli(tmp_path, capsys):
     s = pd.read_csv(io.StringIO(out)).set_index("rule")["value"]
     assert s["optimistic"] == pytest.approx((1 / 2 + 1) / 2)
     assert s["pessimistic"] == pytest.approx((1 / 3 + 1) / 2)
+
+
+# --------------------------------------------------------------------------- outputs and inputs
+
+
+def _same_bytes(path: Path, text: str) -> bool:
+    return path.read_text() == text
+
+
+@pytest.mark.parametrize(
+    ("options", "said"),
+    [
+        (["--out", "{src}"], "--out {src} is the input FILE {src}"),
+        (["--per-row", "{src}"], "--per-row {src} is the input FILE {src}"),
+        (["--out", "{link}"], "--out {link} is the input FILE {src}"),
+        (["--out", "{m}", "--per-row", "{m}"], "--per-row {m} is --out {m}"),
+    ],
+)
+def test_evaluate_refuses_an_output_that_is_an_input_or_another_output(
+    data, tmp_path, capsys, options, said
+):
+    """Was: `evaluate c.csv --out c.csv` replaced the candidates with the metrics (exit 0)."""
+    link = tmp_path / "link.csv"
+    link.symlink_to(data)
+    names = {"src": data, "link": link, "m": tmp_path / "m.csv"}
+    text = data.read_text()
+    rc, out, err = run(["evaluate", data, "-m", "HR@1", *[o.format(**names) for o in options]],
+                       capsys)  # fmt: skip
+    _check_error(rc, out, err, [said.format(**names) + "; give another path"])
+    assert _same_bytes(data, text) and not (tmp_path / "m.csv").exists()
+
+
+def test_audit_refuses_an_out_dir_holding_the_input_as_one_of_its_files(tmp_path, capsys):
+    folder = tmp_path / "audit"
+    folder.mkdir()
+    src = folder / "diagnostics.csv"
+    src.write_text(tie_heavy_csv())
+    rc, out, err = run(["audit", src, "-m", "HR@1", "--out-dir", folder], capsys)
+    _check_error(rc, out, err, [f"--out-dir {folder} (diagnostics.csv) is the input FILE {src}"])
+    assert _same_bytes(src, tie_heavy_csv()) and sorted(folder.iterdir()) == [src]
+
+
+def test_audit_refuses_an_out_dir_holding_the_qrels(tmp_path, capsys):
+    run_file, qrels = tmp_path / "run.txt", tmp_path / "checklist.md"
+    run_file.write_text("q1 Q0 d1 1 0.5 t\nq1 Q0 d2 2 0.5 t\n")
+    qrels.write_text("q1 0 d1 1\n")
+    rc, out, err = run(["audit", "--run", run_file, "--qrels", qrels, "-m", "HR@1", "--out-dir",
+                        tmp_path], capsys)  # fmt: skip
+    _check_error(rc, out, err, [f"(checklist.md) is the --qrels file {qrels}"])
+    assert qrels.read_text() == "q1 0 d1 1\n"
+
+
+def test_compare_refuses_an_out_that_is_one_of_its_files(data, tmp_path, capsys):
+    other = tmp_path / "other.csv"
+    other.write_text(tie_heavy_csv())
+    rc, out, err = run(["compare", data, other, "-m", "HR@1", "--out", other], capsys)
+    _check_error(rc, out, err, [f"--out {other} is FILE {other}; give another path"])
+    assert _same_bytes(other, tie_heavy_csv())
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["--reported-rule", "hash:x"], "--reported-rule 'hash:x': "),
+        (["--reported-rule", "expected:3"], "--reported-rule 'expected:3': "),
+        (["-r", "expected", "--reported-rule", "input_order"],
+         "--reported-rule input_order is not one of the rules evaluated (expected); add it to "
+         "--rules"),
+        (["--headline", "HR@5"], "--headline HR@5 is not one of --metrics (HR@1 nDCG@10)"),
+        (["--headline", "nDCG@10", "hr@5"], "--headline HR@5 is not one of --metrics"),
+    ],
+)
+def test_audit_checks_headline_and_reported_rule_as_the_pipeline_does(
+    data, tmp_path, capsys, args, said
+):
+    """Was: a reported rule that is no rule, or headline measures not among --metrics, were
+    accepted and judged in the checklist."""
+    out_dir = tmp_path / "a"
+    rc, out, err = run(["audit", data, "-m", "HR@1", "nDCG@10", "--permutations", "0",
+                        "--out-dir", out_dir, *args], capsys)  # fmt: skip
+    _check_error(rc, out, err, [said])
+    assert not out_dir.exists()
+
+
+def test_audit_default_headline_and_reported_rule_follow_the_evaluation(data, tmp_path, capsys):
+    rc, _, _ = run(["audit", data, "-m", "HR@1", "-r", "input_order", "--permutations", "0",
+                    "--out-dir", tmp_path / "a"], capsys)  # fmt: skip
+    assert rc == 0
+    text = (tmp_path / "a" / "checklist.md").read_text()
+    assert "| rule | HR@1 |" in text and "reported numbers:** `expected`" in text
+
+
+def test_a_full_disk_is_one_line_naming_the_output(data, tmp_path, capsys, monkeypatch):
+    """Was: "tieaudit: error: [Errno 28] No space left on device", naming no file."""
+    import errno
+
+    def full(self, data):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(Path, "write_bytes", full)
+    out = tmp_path / "m.csv"
+    rc, stdout, err = run(["evaluate", data, "-m", "HR@1", "--out", out], capsys)
+    _check_error(rc, stdout, err, [f"No space left on device: '{out}'"])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cands.csv"]
+
+
+def test_a_cutoff_beyond_every_row_costs_nothing_more(tmp_path, capsys):
+    """Was: nDCG@1000000000 on a 5-line file allocated 7.45 GiB and died with a traceback."""
+    import tracemalloc
+
+    src = tmp_path / "c.csv"
+    src.write_text(HEADER + "r1,u,a,1,0.5\nr1,u,b,0,0.5\nr1,u,c,0,0.9\nr2,v,a,1,0.3\nr2,v,d,0,0.1\n")
+    tracemalloc.start()
+    try:
+        rc, out, err = run(["evaluate", src, "-m", "nDCG@1000000000", "nDCG@3", "P@1000000000",
+                            "--format", "csv"], capsys)  # fmt: skip
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert rc == 0 and err == "" and peak < 50 << 20
+    s = pd.read_csv(io.StringIO(out))
+    huge, three = (s[s["metric"] == m].drop(columns="metric").reset_index(drop=True)
+                   for m in ("nDCG@1000000000", "nDCG@3"))  # fmt: skip
+    pd.testing.assert_frame_equal(huge, three)
+    rc, out, err = run(["audit", src, "-m", "nDCG@1000000000", "--permutations", "1",
+                        "--out-dir", tmp_path / "a"], capsys)  # fmt: skip
+    assert rc == 0
+
+
+def test_an_absurd_cutoff_is_one_line(data, capsys):
+    rc, out, err = run(["evaluate", data, "-m", "HR@99999999999999999999"], capsys)
+    _check_error(rc, out, err, ["HR@99999999999999999999 is above 2**53"])

@@ -100,3 +100,71 @@ def test_cli_compare_needs_two_files(tmp_path, capsys) -> None:
     A.to_csv(tmp_path / "a.csv", index=False)
     assert main(["compare", str(tmp_path / "a.csv")]) == 2
     assert "two or more FILEs" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("change", "words"),
+    [
+        ({"user_id": {"u1": "u9"}}, "row 'r1' has user 'u1' in A, 'u9' in B"),
+        ({"item_id": {"p": "q"}}, "row 'r0' has relevant items ['p'] in A, ['q'] in B (3 rows differ)"),
+    ],
+)
+def test_rows_pair_only_when_user_and_relevant_items_agree(change, words) -> None:
+    """Was: rows paired by the row label alone, so B's r1 could be another user or another
+    held-out item, and a paired difference was printed for unrelated rows."""
+    other = B.replace(change)
+    with pytest.raises(ValueError) as exc:
+        ranking_flips({"A": evaluate(A, ["HR@1"], RULES), "B": evaluate(other, ["HR@1"], RULES)})
+    assert "A and B do not hold the same evaluation rows: " + words in str(exc.value)
+
+
+def test_relevant_items_counted_but_not_stored_pair_by_their_number() -> None:
+    """With n_relevant above the stored relevant lines the relevant items cannot all be named:
+    R must agree, the stored ones may differ."""
+    a = A.assign(n_relevant=2)
+    b = B.assign(n_relevant=2).replace({"item_id": {"p": "q"}})
+    assert len(ranking_flips({"A": evaluate(a, ["HR@1"], RULES),
+                              "B": evaluate(b, ["HR@1"], RULES)}))  # fmt: skip
+    with pytest.raises(ValueError, match="row 'r0' has 2 relevant item"):
+        ranking_flips({"A": evaluate(a, ["HR@1"], RULES),
+                       "B": evaluate(B.assign(n_relevant=3), ["HR@1"], RULES)})  # fmt: skip
+
+
+def test_cli_compare_refuses_rows_of_other_users(tmp_path, capsys) -> None:
+    A.to_csv(tmp_path / "a.csv", index=False)
+    B.replace({"user_id": {"u2": "someone"}}).to_csv(tmp_path / "b.csv", index=False)
+    out = tmp_path / "flips.csv"
+    code = main(["compare", str(tmp_path / "a.csv"), str(tmp_path / "b.csv"), "-m", "HR@1",
+                 "--out", str(out)])  # fmt: skip
+    captured = capsys.readouterr()
+    assert code == 2 and captured.out == "" and not out.exists()
+    assert captured.err.startswith("tieaudit: error: a and b do not hold the same evaluation rows: "
+                                   "row 'r2' has user 'u2' in a, 'someone' in b")  # fmt: skip
+
+
+def test_cli_compare_says_when_the_negatives_differ(tmp_path, capsys) -> None:
+    A.to_csv(tmp_path / "a.csv", index=False)
+    B.replace({"item_id": {"m": "x"}}).to_csv(tmp_path / "b.csv", index=False)
+    B.to_csv(tmp_path / "same.csv", index=False)
+    assert main(["compare", str(tmp_path / "a.csv"), str(tmp_path / "b.csv"), "-m", "HR@1"]) == 0
+    text = capsys.readouterr().out
+    assert ("**Candidates differ:** same users and relevant items, other negatives than a's: b in "
+            "3 of 3 rows (first: 'r0').") in text  # fmt: skip
+    assert main(["compare", str(tmp_path / "a.csv"), str(tmp_path / "same.csv"), "-m", "HR@1"]) == 0
+    assert "Candidates differ" not in capsys.readouterr().out
+
+
+def test_cli_compare_under_expected_alone_gives_the_paired_difference(tmp_path, capsys) -> None:
+    """Was: "Fewer than two scorers: no pair to compare" for two models and `-r expected`."""
+    A.to_csv(tmp_path / "a.csv", index=False)
+    B.to_csv(tmp_path / "b.csv", index=False)
+    out = tmp_path / "flips.csv"
+    assert main(["compare", str(tmp_path / "a.csv"), str(tmp_path / "b.csv"), "-m", "HR@1",
+                 "-r", "expected", "--out", str(out)]) == 0  # fmt: skip
+    text = capsys.readouterr().out
+    assert "Fewer than two scorers" not in text
+    assert "No rule besides `expected` was evaluated" in text
+    assert "| b | a | 0.1667 | 0.3333 | 0.2887 | none |" in text
+    flips = pd.read_csv(out)
+    assert list(flips["rule"]) == ["expected"] and list(flips["flip"]) == ["no"]
+    assert flips["diff"].iloc[0] == pytest.approx(1 / 6)

@@ -181,3 +181,21 @@ def test_measure_is_monotone_non_increasing_in_rank() -> None:
         v = m(np.arange(1, 40))
         assert np.all(np.diff(v) <= 0), m
         assert v[0] == 1.0, m  # rank 1 always scores 1
+
+
+@pytest.mark.parametrize("text", ["HR@99999999999999999999", f"nDCG@{2**53 + 1}"])
+def test_absurd_cutoffs_are_one_clear_error(text: str) -> None:
+    """Was: an OverflowError deep in the evaluation for HR@99999999999999999999."""
+    with pytest.raises(ValueError, match=r"is above 2\*\*53 = 9007199254740992; to count every "
+                       "candidate, any cutoff at least the longest row will do"):  # fmt: skip
+        parse_measure(text)
+    assert parse_measure(f"P@{2**53}").k == 2**53
+
+
+def test_a_cutoff_beyond_every_rank_tabulates_only_the_ranks_given() -> None:
+    """Was: nDCG@1000000000 tabulated a billion gains (7.45 GiB) for ranks up to 5."""
+    m = Measure("nDCG", 10**9)
+    assert m.table_end(5) == 6 and Measure("nDCG", 3).table_end(5) == 4
+    np.testing.assert_array_equal(m([1, 3, 5]), Measure("nDCG", 5)([1, 3, 5]))
+    assert m.norm(np.array([1, 2])).tolist() == Measure("nDCG", 2).norm(np.array([1, 2])).tolist()
+    assert m.of_ranks([2, 4], n_relevant=3) == Measure("nDCG", 4).of_ranks([2, 4], n_relevant=3)

@@ -12,7 +12,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tieaudit._numbers import INTEGER, NUMBER, not_a_number_text, number_text, parse_integer
+from tieaudit._numbers import (
+    INTEGER,
+    NUMBER,
+    inexact_integer,
+    not_a_number_text,
+    number_text,
+    parse_integer,
+)
 
 ACCEPTED = ["0", "3", "-0.5", "+.5", "5.", "007", "1e-3", "2.5E+10", "-1E5", "1e400", "-1e400",
             "1e-400", "inf", "-inf", "+inf", "Inf", "-INF", "infinity", "-Infinity", "+INFINITY",
@@ -122,3 +129,26 @@ def test_not_a_number_text_leaves_out_empty_and_nan() -> None:
     assert refused.tolist() == [0, 1, 2, 3, 5, 6]
     assert not_a_number_text(col, refused).tolist() == [3, 5]
     assert not_a_number_text(col, np.empty(0, np.int64)).tolist() == []
+
+
+@pytest.mark.parametrize(
+    ("values", "found"),
+    [
+        (pa.array(["1", "9007199254740992", "9007199254740993"]), (2, "9007199254740993")),
+        (pa.array(["+9007199254740993"]), (0, "+9007199254740993")),
+        (pa.array(["-9007199254740993"]), (0, "-9007199254740993")),
+        (pa.array(["0000000000000000001", "1e30", "1.5e20", str(2**60), "100000000000000000000",
+                   None, "inf", "x"]), None),  # exact, or written as floats, or no integer
+        (pa.array([None, 2**60, -(2**63)], pa.int64()), None),
+        (pa.array([1, None, 2**53 + 1], pa.int64()), (2, str(2**53 + 1))),
+        (pa.array([2**63 - 1], pa.int64()), (0, str(2**63 - 1))),  # rounds up past int64
+        (pa.array([-(2**53) - 1], pa.int64()), (0, str(-(2**53) - 1))),
+        (pa.array([2**64 - 1, 2**63], pa.uint64()), (0, str(2**64 - 1))),
+        (pa.array([2**63], pa.uint64()), None),
+        (pa.array([2**31 - 1], pa.int32()), None),
+        (pa.array([2.0**60 + 0.5]), None),
+    ],
+)
+def test_inexact_integer_finds_the_first_integer_float64_rounds(values, found) -> None:
+    assert inexact_integer(values) == found
+    assert inexact_integer(pa.chunked_array([values])) == found

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import json
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -274,3 +275,18 @@ def test_gzipped_csv_in_any_case_is_read_in_chunks(tmp_path) -> None:
         frame.to_csv(fh, index=False)
     got = evaluate_stream(path, MEASURES, ["input_order", "expected"], chunk_rows=2)
     assert_same_summary(got.summary(), evaluate(frame, MEASURES, ["input_order", "expected"]).summary())
+
+
+def test_a_line_longer_than_the_reader_block_is_streamed(tmp_path: Path) -> None:
+    """The streamed reader reads a CSV line longer than its first block, once, in order."""
+    long_item = "x" * (3 << 20)
+    lines = ["row,user_id,item_id,label,score"]
+    for r in range(40):
+        lines += [f"r{r},u{r},a{r},1,0.5", f"r{r},u{r},b{r},0,0.5", f"r{r},u{r},c{r},0,1"]
+    lines.insert(60, f"r19,u19,{long_item},0,0.5")
+    path = tmp_path / "long.csv"
+    path.write_text("\n".join(lines) + "\n")
+    streamed = evaluate_stream(path, ["nDCG@10"], ["input_order", "expected"], chunk_rows=7)
+    whole = evaluate(path, ["nDCG@10"], ["input_order", "expected"]).summary()
+    pd.testing.assert_frame_equal(streamed.summary(), whole, rtol=1e-12, atol=0)
+    assert streamed.n_rows == 40

@@ -416,3 +416,17 @@ def test_ids_are_exact_a_trailing_nul_is_no_duplicate(tmp_path) -> None:
     assert trec.table.row_ids.tolist() == ["1", "q", "q\x00"]
     e = evaluate(trec.table, ["MRR@10"], ["docno_desc"])
     assert e["docno_desc"].values[e.measures[0]].tolist() == [0.5, 1.0, 1.0]
+
+
+def test_integer_score_beyond_2_53_is_refused_naming_the_line(tmp_path) -> None:
+    """Was: 9007199254740993 and 9007199254740992 read as one float: a tie not in the run."""
+    (tmp_path / "r.txt").write_text("1 Q0 a 1 9007199254740992 x\n1 Q0 b 2 9007199254740993 x\n")
+    (tmp_path / "q.txt").write_text("1 0 a 1\n")
+    with pytest.raises(TrecError, match=r"r\.txt: line 2: score 9007199254740993 is an integer "
+                       r"beyond 2\*\*53 that float64 rounds"):  # fmt: skip
+        read_trec(tmp_path / "r.txt", tmp_path / "q.txt")
+
+
+def test_a_folder_is_named_for_what_it_is(tmp_path) -> None:
+    with pytest.raises(TrecError, match=f"{tmp_path}: a folder, not a file"):
+        read_trec(tmp_path, QRELS)

@@ -45,8 +45,9 @@ def atomic_path(
 
     The caller writes the temporary file (it exists, empty). When the ``with`` block ends without
     an exception, the file gets ``mode`` (default: :func:`file_mode`) and is renamed onto
-    ``path``; on any exception it is deleted and ``path`` is left as it was. Parent folders are
-    created. The temporary name is ``.<name>.<random><suffix>``.
+    ``path``; on any exception it is deleted and ``path`` is left as it was (an ``OSError`` that
+    names no file, as a failed write on a full disk, is raised again naming ``path``). Parent
+    folders are created. The temporary name is ``.<name>.<random><suffix>``.
     """
     dest = Path(path)
     dest.parent.mkdir(parents=True, exist_ok=True)
@@ -57,6 +58,14 @@ def atomic_path(
         yield tmp
         os.chmod(tmp, file_mode() if mode is None else mode)
         os.replace(tmp, dest)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        if exc.filename is not None:
+            raise
+        # a failed write (a full disk: ENOSPC) names no file: name the one being written
+        if exc.errno is None:
+            raise OSError(f"{dest}: {exc}") from exc
+        raise OSError(exc.errno, exc.strerror or str(exc), str(dest)) from exc
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise

@@ -17,6 +17,11 @@ grammar first and converts only what matches; the CLI's integer options use :fun
   be finite, which each reader checks after the conversion;
 * an integer (:data:`INTEGER`): an optional sign and ASCII digits.
 
+Values are read as float64, which holds every integer up to ``2**53`` in magnitude exactly but
+rounds most larger ones (a nanosecond timestamp, a 64-bit hash): two that differ could read as
+equal and tie. :func:`inexact_integer` finds the first such integer, in text or in an integer
+column, so that a reader can refuse it rather than report ties that are not in the data.
+
 Converting matching text with Arrow's cast gives the correctly rounded double, as ``float()``.
 ``nan`` is no number of the grammar; the candidates reader reports it (and an empty field) as a
 missing value, the others as text that is no number.
@@ -30,7 +35,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-__all__ = ["NUMBER", "INFINITY", "INTEGER", "parse_integer", "number_text", "not_a_number_text"]
+__all__ = [
+    "NUMBER", "INFINITY", "INTEGER", "parse_integer", "number_text", "not_a_number_text",
+    "inexact_integer", "INEXACT",
+]  # fmt: skip
 
 NUMBER = r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
 INFINITY = r"[+-]?(?:[iI][nN][fF](?:[iI][nN][iI][tT][yY])?)"
@@ -42,6 +50,14 @@ _INTEGER_RE = re.compile(INTEGER)
 _FLOAT_RE2 = f"^(?:{NUMBER}|{INFINITY})$"
 _INTEGER_RE2 = f"^{INTEGER}$"
 _NAN_OR_EMPTY_RE2 = f"^(?:{_NAN})?$"
+#: Integer text long enough to be beyond 2**53 (16 digits or more); the others are exact.
+_LONG_INTEGER_RE2 = "^[+-]?[0-9]{16,}$"
+_EXACT = 2**53
+#: What a reader says of such an integer, after its name and value.
+INEXACT = (
+    "is an integer beyond 2**53 that float64 rounds (values that differ would tie); subtract a "
+    "common offset, or give ranks, so that every value is at most 2**53 in magnitude"
+)
 
 
 def parse_integer(text: str) -> int:
@@ -88,3 +104,32 @@ def not_a_number_text(col: pa.Array | pa.ChunkedArray, positions: np.ndarray) ->
         return positions
     missing = pc.match_substring_regex(arr.take(pa.array(positions)), _NAN_OR_EMPTY_RE2)
     return positions[~missing.fill_null(True).to_numpy(zero_copy_only=False)]
+
+
+def inexact_integer(col: pa.Array | pa.ChunkedArray) -> tuple[int, str] | None:
+    """The first integer of ``col`` that float64 does not hold exactly, as ``(position, its
+    text)``, or ``None``: in an integer column (int64, uint64) a value beyond ``2**53`` in
+    magnitude that rounds; in a text column an integer of the grammar that does (``1.5e20`` and
+    other decimal notation is a float by the writer's choice, and is read as one)."""
+    arr = _text_array(col)
+    if pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type):
+        long = pc.match_substring_regex(arr, _LONG_INTEGER_RE2).fill_null(False)
+        for pos in np.flatnonzero(long.to_numpy(zero_copy_only=False)):
+            text = arr[int(pos)].as_py()
+            if int(text) != float(text):  # Python compares int and float exactly
+                return int(pos), text
+        return None
+    if not (pa.types.is_int64(arr.type) or pa.types.is_uint64(arr.type)):
+        return None  # narrower integers and floats are exact as float64
+    values = arr.fill_null(0).to_numpy(zero_copy_only=False)
+    big = np.flatnonzero((values > _EXACT) | (values < -_EXACT))
+    if not len(big):
+        return None
+    as_float = values[big].astype(np.float64)
+    beyond = as_float >= float(np.iinfo(values.dtype).max)  # rounded up past the type
+    back = np.where(beyond, 0, as_float).astype(values.dtype)
+    lost = np.flatnonzero(beyond | (back != values[big]))
+    if not len(lost):
+        return None
+    pos = int(big[lost[0]])
+    return pos, str(values[pos])

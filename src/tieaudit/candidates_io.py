@@ -21,7 +21,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ._numbers import not_a_number_text, number_text
+from ._files import input_problem, is_gzip
+from ._numbers import INEXACT, inexact_integer, not_a_number_text, number_text
 from .rules import parse_rule, rule_kinds
 
 __all__ = [
@@ -103,7 +104,7 @@ def _csv_line_map(path: Path) -> LineMap:
     def lookup(positions: np.ndarray) -> list[int]:
         wanted = {int(p) for p in positions}
         found: dict[int, int] = {}
-        opener = gzip.open if path.suffix.lower() == ".gz" else open
+        opener = gzip.open if is_gzip(path) else open
         with opener(path, "rb") as fh:
             record = -2  # the first non-blank line is the header
             quoted = False  # inside a quoted field that continues on the next line
@@ -170,13 +171,14 @@ def frame_to_arrow(frame: pd.DataFrame, source: str = "<frame>") -> pa.Table:
             _check_one_id_type(col, c, source)
             try:
                 arr = pa.array(col, from_pandas=True)
-            except (pa.ArrowInvalid, pa.ArrowTypeError):  # objects Arrow cannot store
+            except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):  # objects Arrow
+                # cannot store (integers beyond 64 bits among them)
                 arr = pa.array([None if pd.isna(v) else str(v) for v in col], pa.string())
         else:
             try:
                 arr = pa.array(col.to_numpy(), from_pandas=True)
-            except (pa.ArrowInvalid, pa.ArrowTypeError):  # mixed objects: as text, so the
-                # numeric check names the record that is no number
+            except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):  # mixed objects, or
+                # integers beyond 64 bits: as text, so the numeric checks name the record
                 arr = pa.array([None if pd.isna(v) else str(v) for v in col], pa.string())
         data[c] = arr
     return pa.table(data)
@@ -424,13 +426,19 @@ def _check_caps(counts, before, bad_rows) -> None:
 def _numeric(
     col: pa.ChunkedArray, name: str, source: str, csv_lines: bool | LineMap
 ) -> np.ndarray:
-    """A numeric column as float64 with NaN for nulls; text that is no number is an error.
+    """A numeric column as float64 with NaN for nulls; text that is no number is an error, and
+    so is an integer that float64 would round (beyond 2**53: values that differ would tie).
 
     Text follows :mod:`tieaudit._numbers` (ASCII; ``inf``/``-inf`` allowed); an empty field and
     ``nan`` text become NaN, which the caller reports as missing.
     """
     if pa.types.is_boolean(col.type):
         col = pc.cast(col, pa.int8())
+    lost = inexact_integer(col)
+    if lost is not None:
+        raise CandidateError(
+            f"{_where(source, np.array([lost[0]]), csv_lines)}: {name} {lost[1]} {INEXACT}"
+        )
     if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
         clean, refused = number_text(col)
         pos = not_a_number_text(col, refused)
@@ -448,12 +456,19 @@ def _numeric(
     )
 
 
+#: The CSV reader's first block size (pyarrow's default) and the largest it grows to: a record
+#: must fit in one block, so a file with a longer line is read again with blocks 4 times larger.
+_CSV_BLOCK = 1 << 20
+_CSV_MAX_BLOCK = 1 << 30
+
+
 def _csv_stream(path: Path) -> pa.NativeFile:
-    """A CSV file opened for reading, gunzipped when its name ends in ``.gz`` in any case."""
-    return pa.input_stream(str(path), compression="gzip" if path.suffix.lower() == ".gz" else None)
+    """The file's bytes, gunzipped when its name ends in ``.gz`` in any case (pyarrow looks at
+    the extension in lower case only)."""
+    return pa.input_stream(str(path), compression="gzip" if is_gzip(path) else None)
 
 
-def _csv_convert(path: Path) -> Any:
+def _csv_convert(path: Path, read: Any = None) -> Any:
     """How a CSV file's columns are read: ids as text, and label, score and the counts as text
     too (they are checked against the number grammar, and errors can name the line)."""
     import pyarrow.csv as pacsv
@@ -461,7 +476,7 @@ def _csv_convert(path: Path) -> Any:
     head = []
     if path.stat().st_size:
         with _csv_stream(path) as fh:
-            head = pacsv.open_csv(fh).schema.names
+            head = pacsv.open_csv(fh, read_options=read).schema.names
     types = {c: pa.string() for c in head if c in _ID_COLUMNS}
     for c in head:
         if c in ("label", "score") or _is_count_column(c):
@@ -474,13 +489,21 @@ def _csv_convert(path: Path) -> Any:
 def _csv_table(path: Path, name: str) -> pa.Table:
     import pyarrow.csv as pacsv
 
-    try:
-        return pacsv.read_csv(path, convert_options=_csv_convert(path))
-    except pa.ArrowInvalid as exc:
-        raise CandidateError(f"{name}: {_csv_problem(path, exc)}") from None
+    block = _CSV_BLOCK
+    while True:
+        try:
+            read = pacsv.ReadOptions(block_size=block)
+            convert = _csv_convert(path, read)
+            with _csv_stream(path) as fh:
+                return pacsv.read_csv(fh, read_options=read, convert_options=convert)
+        except pa.ArrowInvalid as exc:
+            if "straddl" in str(exc) and block < _CSV_MAX_BLOCK:  # a line longer than a block
+                block *= 4
+                continue
+            raise CandidateError(f"{name}: {_csv_problem(path, exc, block)}") from None
 
 
-def _csv_problem(path: Path, exc: pa.ArrowInvalid) -> str:
+def _csv_problem(path: Path, exc: pa.ArrowInvalid, block: int = _CSV_BLOCK) -> str:
     """Where a CSV file the reader refused goes wrong, e.g. 'line 7: expected 5 fields, found 6'.
 
     Only called for an error: reads the file again, single-threaded, to learn the record."""
@@ -493,11 +516,12 @@ def _csv_problem(path: Path, exc: pa.ArrowInvalid) -> str:
         return "error"
 
     try:
-        pacsv.read_csv(
-            path,
-            read_options=pacsv.ReadOptions(use_threads=False),
-            parse_options=pacsv.ParseOptions(invalid_row_handler=first_bad_row),
-        )
+        with _csv_stream(path) as fh:
+            pacsv.read_csv(
+                fh,
+                read_options=pacsv.ReadOptions(use_threads=False, block_size=block),
+                parse_options=pacsv.ParseOptions(invalid_row_handler=first_bad_row),
+            )
     except pa.ArrowInvalid:
         pass
     if bad:
@@ -507,9 +531,12 @@ def _csv_problem(path: Path, exc: pa.ArrowInvalid) -> str:
             row.text or "") else ""  # fmt: skip
         return (f"line {line}: expected {row.expected_columns} fields, found "
                 f"{row.actual_columns}{hint}")  # fmt: skip
-    opener = gzip.open if path.suffix.lower() == ".gz" else open
+    opener = gzip.open if is_gzip(path) else open
     with opener(path, "rb") as fh:
         for number, raw in enumerate(fh, start=1):
+            if len(raw) > _CSV_MAX_BLOCK:
+                return (f"line {number}: {len(raw):,} bytes, longer than the reader's largest "
+                        f"block ({_CSV_MAX_BLOCK:,} bytes)")  # fmt: skip
             try:
                 raw.decode("utf-8")
             except UnicodeDecodeError:
@@ -520,8 +547,9 @@ def _csv_problem(path: Path, exc: pa.ArrowInvalid) -> str:
 def _file_kind(path: str | os.PathLike[str]) -> str:
     """``"parquet"`` or ``"csv"`` by extension; an error for a missing, empty or other file."""
     p = Path(path)
-    if not p.is_file():
-        raise CandidateError(f"{path}: no such file")
+    problem = input_problem(p)
+    if problem is not None:
+        raise CandidateError(f"{path}: {problem}")
     suffixes = "".join(p.suffixes[-2:]).lower()
     if suffixes.endswith((".parquet", ".pq")):
         return "parquet"
@@ -582,14 +610,26 @@ def file_batches(path: str | os.PathLike[str], batch_lines: int) -> Iterator[pa.
         else:
             import pyarrow.csv as pacsv
 
-            try:
-                with _csv_stream(p) as fh:
-                    yield from pacsv.open_csv(
-                        fh, read_options=pacsv.ReadOptions(block_size=_CSV_BLOCK),
-                        convert_options=_csv_convert(p),
-                    )  # fmt: skip
-            except pa.ArrowInvalid as exc:
-                raise CandidateError(f"{path}: {_csv_problem(p, exc)}") from None
+            # a line longer than a block: read again with blocks 4 times larger, skipping the
+            # records already given
+            block, given = _CSV_BLOCK, 0
+            while True:
+                try:
+                    read, seen = pacsv.ReadOptions(block_size=block), 0
+                    with _csv_stream(p) as fh:
+                        for batch in pacsv.open_csv(fh, read_options=read,
+                                                    convert_options=_csv_convert(p, read)):  # fmt: skip
+                            if seen + batch.num_rows > given:
+                                part = batch.slice(max(given - seen, 0))
+                                given += part.num_rows
+                                yield part
+                            seen += batch.num_rows
+                    return
+                except pa.ArrowInvalid as exc:
+                    if "straddl" in str(exc) and block < _CSV_MAX_BLOCK:
+                        block *= 4
+                        continue
+                    raise CandidateError(f"{path}: {_csv_problem(p, exc, block)}") from None
     except CandidateError:
         raise
     except (pa.ArrowInvalid, OSError) as exc:

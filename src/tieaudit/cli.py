@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -17,16 +18,18 @@ from .candidates import (
     CandidateTable,
     as_table,
 )
-from .compare import ModelRows, flips_markdown, orderings, ranking_flips
+from .compare import ModelRows, flips_markdown, negatives_note, orderings, ranking_flips
 from .evaluate import DEFAULT_SEEDS, evaluate
 from .io import atomic_write_many, frame_to_text
-from .measures import DEFAULT_MEASURES
-from .rules import DEFAULT_RULES, RULE_KINDS, help_text, parse_rules
+from .measures import DEFAULT_MEASURES, parse_measure, parse_measures
+from .rules import DEFAULT_RULES, help_text, parse_rule, parse_rules
 from .stream import DEFAULT_MEMORY, evaluate_stream, parse_memory
 from .trec import read_trec
 
 _DEFAULT_METRICS = [str(m) for m in DEFAULT_MEASURES]
 _DEFAULT_RULES = [str(r) for r in DEFAULT_RULES]
+#: The files ``tieaudit audit`` writes into --out-dir.
+AUDIT_FILES = ("invariance.csv", "diagnostics.csv", "checklist.md")
 
 _INPUT_HELP = f"""\
 FILE is a candidates table, CSV (.csv, .csv.gz) or Parquet (.parquet, .pq), one line per
@@ -168,16 +171,19 @@ def _parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     au.add_argument("--permutation-seed", type=_count, default=0, metavar="S",
                     help="seed of the shuffles (default: 0)")  # fmt: skip
-    au.add_argument("--headline", nargs="+", default=["nDCG@10", "HR@10"], metavar="M",
-                    help="measures shown in the checklist (default: nDCG@10 HR@10)")  # fmt: skip
-    au.add_argument("--reported-rule", default="expected", metavar="RULE",
-                    help="the rule your reported numbers use (default: expected)")  # fmt: skip
+    au.add_argument("--headline", nargs="+", default=None, metavar="M",
+                    help="measures shown in the checklist, each one of --metrics (default: "
+                    "those of nDCG@10 HR@10 evaluated, else the first two metrics)")  # fmt: skip
+    au.add_argument("--reported-rule", default=None, metavar="RULE",
+                    help="the rule your reported numbers use, one of --rules (default: "
+                    "expected)")  # fmt: skip
     cmp = sub.add_parser(
         "compare",
         help="does the tie rule change which model wins? (ranking flips)",
         description="Compare two or more models evaluated on the same rows: FILE... are their "
         "scored candidates tables (CSV or Parquet, the format of `tieaudit evaluate`), holding "
-        "the same rows. For each measure: the order of the models under each rule, and for "
+        "the same rows (rows of one id pair when their user and relevant items agree; the "
+        "output says when their negatives differ). For each measure: the order of the models under each rule, and for "
         "each pair the paired difference under `expected` (mean over rows of the per-row "
         "difference of exact expectations) with its standard error over rows and the exact sd "
         "from tie-breaking (each model's ties broken independently), marking the pairs whose "
@@ -202,6 +208,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def _compare(args: argparse.Namespace) -> int:
     _check_out(args.out, "--out")
+    _check_targets({f"FILE {f}": f for f in args.files}, {f"--out {args.out}": args.out})
     if len(args.files) < 2:
         raise ValueError(f"compare needs two or more FILEs, got {len(args.files)}")
     names = args.names or [Path(f).name.split(".")[0] for f in args.files]
@@ -222,7 +229,8 @@ def _compare(args: argparse.Namespace) -> int:
     if args.out:
         atomic_write_many({args.out: frame_to_text(flips, "csv")})
         print(f"wrote {args.out} ({_plural(len(flips), 'line')})", file=sys.stderr)
-    sys.stdout.write(flips_markdown(flips, order, "Ranking flips", level=1))
+    sys.stdout.write(flips_markdown(flips, order, "Ranking flips", level=1,
+                                    note=negatives_note(models)))  # fmt: skip
     return 0
 
 
@@ -292,10 +300,10 @@ def _load(args: argparse.Namespace) -> tuple[CandidateTable, list[str], str]:
 
 def _input(args: argparse.Namespace) -> tuple[str | CandidateTable, list[str], str]:
     """FILE (a path, not yet read) or the table of --run/--qrels, the rules and a title."""
+    rules = _rules(args)
     if args.run is None and args.qrels is None:
         if args.file is None:
             raise ValueError("give a candidates FILE, or a TREC run with --run RUN --qrels QRELS")
-        rules = args.rules or _DEFAULT_RULES
         return args.file, rules, Path(args.file).name
     if args.file is not None:
         raise ValueError(f"give either FILE ({args.file}) or --run/--qrels, not both")
@@ -303,8 +311,14 @@ def _input(args: argparse.Namespace) -> tuple[str | CandidateTable, list[str], s
         raise ValueError("--run and --qrels go together")
     trec = read_trec(args.run, args.qrels)
     print(trec.message(), file=sys.stderr)
-    rules = args.rules or [*_DEFAULT_RULES, "docno_desc"]
     return trec.table, rules, Path(args.run).name
+
+
+def _rules(args: argparse.Namespace) -> list[str]:
+    """--rules, or the default rules (and docno_desc for a TREC run)."""
+    if args.rules:
+        return args.rules
+    return [*_DEFAULT_RULES, "docno_desc"] if args.run is not None else _DEFAULT_RULES
 
 
 def _n_seeds(seeds: int, rules: list[str]) -> int:
@@ -325,13 +339,44 @@ def _check_out(path: str | None, option: str, folder: bool = False) -> None:
     raise ValueError(f"{option} {path} is {is_}; give {want}")
 
 
+def _identity(path: str | Path) -> tuple:
+    """What a path names: the file itself when it exists (a symlink or hard link to an input is
+    that input), else its absolute path with symlinks resolved."""
+    try:
+        st = Path(path).stat()
+    except OSError:
+        return ("path", os.path.realpath(path))
+    return ("file", st.st_dev, st.st_ino)
+
+
+def _check_targets(inputs: dict[str, str | None], outputs: dict[str, str | Path | None]) -> None:
+    """No output may be an input (writing it would replace the input) or another output (one
+    would replace the other); both are named, before any work is done."""
+    seen = {_identity(path): what for what, path in reversed(inputs.items()) if path is not None}
+    for what, path in outputs.items():
+        if path is None:
+            continue
+        key = _identity(path)
+        if key in seen:
+            raise ValueError(f"{what} is {seen[key]}; give another path")
+        seen[key] = what
+
+
 def _plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def _inputs(args: argparse.Namespace) -> dict[str, str | None]:
+    """The input files of evaluate and audit, by what they are, for :func:`_check_targets`."""
+    return {f"the input FILE {args.file}": args.file, f"the --run file {args.run}": args.run,
+            f"the --qrels file {args.qrels}": args.qrels}  # fmt: skip
 
 
 def _evaluate(args: argparse.Namespace) -> int:
     _check_out(args.out, "--out")
     _check_out(args.per_row, "--per-row")
+    _check_targets(_inputs(args), {f"--out {args.out}": args.out,
+                                   f"--per-row {args.per_row}": args.per_row})  # fmt: skip
     data, rules, _ = _input(args)
     ev = evaluate_stream(
         data, args.metrics, rules, n_seeds=_n_seeds(args.seeds, rules),
@@ -362,27 +407,51 @@ def _evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _audit_choices(args: argparse.Namespace) -> tuple[list[str] | None, str]:
+    """--headline and --reported-rule checked as the pipeline checks its configuration: a
+    headline measure must be one of --metrics, the reported rule a rule among --rules; when not
+    given, the checklist picks the headline among the metrics and reports ``expected``."""
+    metrics = parse_measures(args.metrics)
+    headline = None
+    if args.headline is not None:
+        headline = [str(m) for m in parse_measures(args.headline)]
+        for m in headline:
+            if parse_measure(m) not in metrics:
+                raise ValueError(f"--headline {m} is not one of --metrics "
+                                 f"({' '.join(map(str, metrics))})")  # fmt: skip
+    if args.reported_rule is None:
+        return headline, "expected"
+    try:
+        reported = parse_rule(args.reported_rule)
+    except ValueError as exc:
+        raise ValueError(f"--reported-rule {args.reported_rule!r}: {exc}") from None
+    rules = parse_rules(_rules(args))
+    if reported not in rules:
+        raise ValueError(f"--reported-rule {reported} is not one of the rules evaluated "
+                         f"({' '.join(map(str, rules))}); add it to --rules")  # fmt: skip
+    return headline, str(reported)
+
+
 def _audit(args: argparse.Namespace) -> int:
-    if args.reported_rule.split(":")[0] not in RULE_KINDS:
-        raise ValueError(f"unknown --reported-rule {args.reported_rule!r}")
+    headline, reported = _audit_choices(args)
     _check_out(args.out_dir, "--out-dir", folder=True)
     out = Path(args.out_dir)
+    targets = [out / name for name in AUDIT_FILES]
+    _check_targets(_inputs(args), {f"--out-dir {args.out_dir} ({p.name})": p for p in targets})
     table, rules, title = _load(args)
     res = audit(
         table, args.metrics, rules, n_seeds=_n_seeds(args.seeds, rules),
-        n_permutations=args.permutations, seed=args.permutation_seed, headline=args.headline,
-        reported_rule=args.reported_rule, title=title,
+        n_permutations=args.permutations, seed=args.permutation_seed,
+        reported_rule=reported, title=title,
+        **({"headline": headline} if headline is not None else {}),
     )  # fmt: skip
-    atomic_write_many({
-        out / "invariance.csv": frame_to_text(res.invariance),
-        out / "diagnostics.csv": frame_to_text(res.diagnostics),
-        out / "checklist.md": res.checklist,
-    })  # fmt: skip
+    texts = [frame_to_text(res.invariance), frame_to_text(res.diagnostics), res.checklist]
+    atomic_write_many(dict(zip(targets, texts, strict=True)))
     verdicts = res.invariance.drop_duplicates("rule")
     for rec in verdicts.itertuples(index=False):
         mark = "invariant" if rec.invariant == "yes" else "NOT invariant"
         print(f"{rec.rule:>12}  {mark:<14} rows moved: {100 * rec.share_rows_moved:5.1f}%")
-    print(f"wrote {out}/invariance.csv, diagnostics.csv, checklist.md", file=sys.stderr)
+    print(f"wrote {out}/{', '.join(AUDIT_FILES)}", file=sys.stderr)
     return 0
 
 

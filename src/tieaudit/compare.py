@@ -2,7 +2,11 @@
 
 Given two or more models evaluated on the same evaluation rows (scored candidates tables of the
 same users and held-out items), :func:`ranking_flips` compares every pair ``(A, B)`` under every
-tie rule and against the exact expectation.
+tie rule and against the exact expectation. Rows pair by their ``row`` id, and only when they
+are the same case: the same user, the same number ``R`` of relevant items and the same relevant
+items (those that are stored, when every one is); else the comparison is refused, naming the
+first row that differs. Rows of the same user and relevant items may hold other negatives:
+:func:`negatives_note` says so.
 
 Paired difference under ``expected``
     Per row ``w``: ``d_w = E_A,w - E_B,w``, each model's exact expectation under a uniform random
@@ -35,6 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from .candidates import CandidateTable
 from .evaluate import Evaluation
 from .io import frame_to_markdown
 from .measures import Measure, parse_measures
@@ -42,6 +47,8 @@ from .measures import Measure, parse_measures
 __all__ = [
     "FLIP_COLUMNS",
     "ModelRows",
+    "RowContent",
+    "negatives_note",
     "ranking_flips",
     "orderings",
     "flips_markdown",
@@ -55,16 +62,68 @@ FLIP_COLUMNS = ("metric", "scorer_a", "scorer_b", "rule", "mean_a", "mean_b", "d
                 "expected_diff", "se_rows", "sd_ties", "n_rows", "flip")  # fmt: skip
 
 
+@dataclass(frozen=True, eq=False)
+class RowContent:
+    """What each row holds, in a model's sorted row order, so that two models' rows pair only
+    when they are the same evaluation case: the user, ``R`` (relevant items, stored or not), the
+    row's length (stored candidates and the counted ones), and the stored relevant items and the
+    stored candidates as ``(row position, item id)`` pairs sorted by row, then item id."""
+
+    users: np.ndarray  # object (str), per row
+    n_relevant: np.ndarray  # int64, per row
+    length: np.ndarray  # int64, per row
+    relevant: tuple[np.ndarray, np.ndarray]  # (row positions, item ids), the label-1 lines
+    candidates: tuple[np.ndarray, np.ndarray]  # (row positions, item ids), every line
+
+    @classmethod
+    def of(cls, table: CandidateTable, order: np.ndarray) -> RowContent:
+        """The content of ``table``'s rows, taken in ``order`` (row codes)."""
+        place = np.empty(len(order), dtype=np.int64)
+        place[order] = np.arange(len(order))
+        pos = place[table.row]
+        # item codes follow the ids' code-point order (one int64 key sorts faster than lexsort)
+        by_item = np.argsort(pos * np.int64(len(table.item_ids)) + table.item, kind="stable")
+        pos, item, label = pos[by_item], table.item_ids[table.item[by_item]], table.label[by_item]
+        length = np.bincount(table.row, minlength=table.n_rows).astype(np.int64)
+        for extra in (table.n_higher, table.n_lower, table.n_tied):
+            if extra is not None:
+                length = length + extra
+        return cls(
+            np.asarray(table.user_ids[table.row_user], dtype=object)[order],
+            np.asarray(table.relevant_total, dtype=np.int64)[order], length[order],
+            (pos[label], item[label]), (pos, item),
+        )  # fmt: skip
+
+
+def _differing_rows(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray],
+                    n_rows: int) -> np.ndarray:  # fmt: skip
+    """Row positions whose sorted ``(row position, item id)`` pairs differ between ``a`` and
+    ``b``: another number of items, or another item at some place."""
+    count_a = np.bincount(a[0], minlength=n_rows)
+    count_b = np.bincount(b[0], minlength=n_rows)
+    same_count = count_a == count_b
+    keep_a, keep_b = same_count[a[0]], same_count[b[0]]
+    other = a[1][keep_a] != b[1][keep_b]  # equal counts: the lines of those rows align
+    return np.union1d(np.flatnonzero(~same_count), a[0][keep_a][other])
+
+
+def _items(pairs: tuple[np.ndarray, np.ndarray], at: int) -> list[str]:
+    return [str(i) for i in pairs[1][pairs[0] == at]]
+
+
 @dataclass(frozen=True)
 class ModelRows:
     """What a comparison needs of one model: its rows (sorted ids), each rule's mean over rows,
-    and per row the exact expectation and variance under uniform random tie-breaking."""
+    and per row the exact expectation and variance under uniform random tie-breaking; with
+    ``content`` (:meth:`from_evaluation` fills it in) a comparison checks that the rows it pairs
+    hold the same user and relevant items."""
 
     name: str
     row_ids: np.ndarray
     means: dict[str, dict[str, float]]  # rule -> measure -> mean over rows
     expected: dict[str, np.ndarray]  # measure -> per-row expectation, in row_ids order
     variance: dict[str, np.ndarray]  # measure -> per-row variance, in row_ids order
+    content: RowContent | None = None
 
     @classmethod
     def from_evaluation(
@@ -87,6 +146,7 @@ class ModelRows:
             means,
             {str(m): exp.values[m][order] for m in ms},
             {str(m): exp.variances[m][order] for m in ms},
+            RowContent.of(ev.table, order),
         )
 
 
@@ -104,6 +164,62 @@ def _check_rows(models: Sequence[ModelRows]) -> None:
                     f"row(s) of {a.name} are not in {b.name} (first: {str(extra[0])!r})"
                 )
         raise ValueError(f"{first.name} and {other.name}: the same rows, repeated differently")
+    for other in models[1:]:
+        _check_pairing(first, other)
+
+
+def _check_pairing(a: ModelRows, b: ModelRows) -> None:
+    """Rows of the same id pair only when they hold the same user and relevant items (and ``R``);
+    else name the first row (in row id order) that differs."""
+    if a.content is None or b.content is None:
+        return
+    ca, cb, n = a.content, b.content, len(a.row_ids)
+    relevant = np.zeros(n, dtype=bool)
+    relevant[_differing_rows(ca.relevant, cb.relevant, n)] = True
+    # relevant items left unstored (n_relevant above the relevant lines) cannot be compared: R can
+    relevant &= (ca.n_relevant == np.bincount(ca.relevant[0], minlength=n)) & (
+        cb.n_relevant == np.bincount(cb.relevant[0], minlength=n))  # fmt: skip
+    user = ca.users != cb.users
+    count = ca.n_relevant != cb.n_relevant
+    bad = np.flatnonzero(user | count | relevant)
+    if not len(bad):
+        return
+    at = int(bad[0])
+    if user[at]:
+        what = f"user {str(ca.users[at])!r} in {a.name}, {str(cb.users[at])!r} in {b.name}"
+    elif count[at]:
+        what = (f"{ca.n_relevant[at]} relevant item(s) in {a.name}, {cb.n_relevant[at]} in "
+                f"{b.name}")  # fmt: skip
+    else:
+        what = (f"relevant items {_items(ca.relevant, at)} in {a.name}, "
+                f"{_items(cb.relevant, at)} in {b.name}")  # fmt: skip
+    more = f" ({len(bad)} rows differ)" if len(bad) > 1 else ""
+    raise ValueError(
+        f"{a.name} and {b.name} do not hold the same evaluation rows: row {str(a.row_ids[at])!r} "
+        f"has {what}{more}; rows pair by their id only when user and relevant items agree"
+    )
+
+
+def negatives_note(models: Sequence[ModelRows]) -> str | None:
+    """A sentence for the rows whose candidates differ between models though their user and
+    relevant items agree (other negatives, or another row length), or ``None``."""
+    first = models[0]
+    parts = []
+    for other in models[1:]:
+        if first.content is None or other.content is None:
+            continue
+        ca, co = first.content, other.content
+        n = len(first.row_ids)
+        rows = np.union1d(_differing_rows(ca.candidates, co.candidates, n),
+                          np.flatnonzero(ca.length != co.length))  # fmt: skip
+        if len(rows):
+            parts.append(f"{other.name} in {len(rows)} of {n} rows (first: "
+                         f"{str(first.row_ids[rows[0]])!r})")  # fmt: skip
+    if not parts:
+        return None
+    return (f"**Candidates differ:** same users and relevant items, other negatives than "
+            f"{first.name}'s: {'; '.join(parts)}. The differences mix the models with their "
+            "candidate sets.")
 
 
 def _sign(x: float) -> int:
@@ -120,7 +236,8 @@ def ranking_flips(
     ``models`` are :class:`ModelRows` or a mapping name -> :class:`Evaluation` (two or more, on
     the same rows); ``rules`` are the rules whose order is set against ``expected`` (default:
     every rule the models share but ``expected``). ``flip`` is ``yes`` where the pair's order
-    under the rule differs from its order under ``expected``.
+    under the rule differs from its order under ``expected``. With no rule but ``expected``, one
+    line per measure and pair under ``expected`` (never a flip) carries the paired difference.
     """
     if isinstance(models, Mapping):
         models = [ModelRows.from_evaluation(n, ev, measures) for n, ev in models.items()]
@@ -138,7 +255,9 @@ def ranking_flips(
         if missing:
             raise ValueError(f"{m.name}: not evaluated for {', '.join(missing)}")
     shared = [r for r in models[0].means if all(r in m.means for m in models)]
-    rs = [r for r in (list(rules) if rules is not None else shared) if r != "expected"]
+    # with no rule but expected, one line per pair under expected carries the paired difference
+    rs = [r for r in (list(rules) if rules is not None else shared) if r != "expected"] or [
+        "expected"]  # fmt: skip
     for r in rs:
         for m in models:
             if r not in m.means:
@@ -159,7 +278,7 @@ def ranking_flips(
                     "metric": metric, "scorer_a": a.name, "scorer_b": b.name, "rule": r,
                     "mean_a": ra, "mean_b": rb, "diff": ra - rb, "expected_diff": diff,
                     "se_rows": se, "sd_ties": ties, "n_rows": w,
-                    "flip": "yes" if _sign(ra - rb) != _sign(diff) else "no",
+                    "flip": "yes" if r != "expected" and _sign(ra - rb) != _sign(diff) else "no",
                 })  # fmt: skip
     return pd.DataFrame(lines, columns=list(FLIP_COLUMNS))
 
@@ -208,22 +327,33 @@ FLIPS_LEGEND = (
 )
 
 
+def _verdict(flips: pd.DataFrame) -> str:
+    """The line saying how many pairs flip (or that none does, or why none can)."""
+    if not len(flips):
+        return "**Ranking flips: none.** Fewer than two scorers: no pair to compare."
+    pairs = flips.groupby(["metric", "scorer_a", "scorer_b"])["flip"]
+    total, n = pairs.ngroups, int(pairs.agg(lambda f: (f == "yes").any()).sum())
+    if set(flips["rule"]) == {"expected"}:
+        return (f"**Ranking flips: none.** No rule besides `expected` was evaluated: the paired "
+                f"differences of {total} pairs under `expected` only.")  # fmt: skip
+    if n == 0:
+        return (f"**Ranking flips: none.** Every rule orders every pair of scorers as `expected` "
+                f"does ({total} pairs).")  # fmt: skip
+    return f"**Ranking flips: {n} of {total} pairs** change order under at least one rule."
+
+
 def flips_markdown(
-    flips: pd.DataFrame, order: pd.DataFrame, title: str = "", level: int = 2
-) -> str:
+    flips: pd.DataFrame, order: pd.DataFrame, title: str = "", level: int = 2,
+    note: str | None = None,
+) -> str:  # fmt: skip
     """A block per measure: the order of the models under each rule, and the pairs with their
     paired difference under ``expected`` and the rules that flip them; a line saying how many
-    pairs flip (or that none does)."""
+    pairs flip (or that none does), and ``note`` (e.g. :func:`negatives_note`) below it."""
     h = "#" * level
     out = [f"{h} {title}", ""] if title else []
-    n = int((flips.groupby(["metric", "scorer_a", "scorer_b"])["flip"]
-             .agg(lambda f: (f == "yes").any())).sum()) if len(flips) else 0  # fmt: skip
-    total = flips.groupby(["metric", "scorer_a", "scorer_b"]).ngroups if len(flips) else 0
-    out += ["**Ranking flips: none.** Fewer than two scorers: no pair to compare." if total == 0
-            else f"**Ranking flips: none.** Every rule orders every pair of scorers as `expected` "
-            f"does ({total} pairs)." if n == 0 else
-            f"**Ranking flips: {n} of {total} pairs** change order under at least one rule.",
-            ""]  # fmt: skip
+    out += [_verdict(flips), ""]
+    if note:
+        out += [note, ""]
     pairs = _pair_lines(flips)
     for metric in dict.fromkeys(order["metric"]):
         out += [f"{h}# {metric}", ""]

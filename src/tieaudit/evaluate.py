@@ -107,8 +107,10 @@ class _Run:
 
     @property
     def size(self) -> int:
-        """Length of the gain tables: ranks from ``size - 1`` on score 0."""
-        return self.cap + 1 if self.cap is not None else int(self.structure.length.max()) + 2
+        """Length of the gain tables: ranks from ``size - 1`` on score 0 (no rank is beyond the
+        longest row, so a cap beyond it costs nothing more)."""
+        beyond = int(self.structure.length.max()) + 1 if self.structure.n_rows else 1
+        return (beyond if self.cap is None else min(self.cap, beyond)) + 1
 
     def capped(self, ranks: np.ndarray) -> np.ndarray:
         return ranks if self.cap is None else np.minimum(ranks, self.cap)

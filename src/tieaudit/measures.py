@@ -44,7 +44,10 @@ import numpy as np
 
 from ._parsing import parse_unique
 
-__all__ = ["Measure", "parse_measure", "parse_measures", "MEASURE_NAMES", "DEFAULT_MEASURES"]
+__all__ = [
+    "Measure", "parse_measure", "parse_measures", "MEASURE_NAMES", "DEFAULT_MEASURES",
+    "MAX_CUTOFF",
+]  # fmt: skip
 
 #: Canonical measure names, as accepted (case-insensitively) by :func:`parse_measure`.
 MEASURE_NAMES = ("HR", "nDCG", "MRR", "Recall", "P")
@@ -55,6 +58,9 @@ _ALIASES = {
 }  # fmt: skip
 _PATTERN = re.compile(r"^[ \t]*([A-Za-z]+)[ \t]*@[ \t]*([0-9]+)[ \t]*$")  # ASCII only
 _FIRST = ("HR", "MRR")  # depend only on the best-ranked relevant item
+#: The largest cutoff: ranks and cutoffs are counted in int64 and divided as float64, exact up to
+#: 2**53 (no ranking is that long; a cutoff beyond the longest row costs nothing more).
+MAX_CUTOFF = 2**53
 
 
 @dataclass(frozen=True, order=True)
@@ -69,6 +75,11 @@ class Measure:
             raise ValueError(f"unknown measure {self.name!r}; known: {', '.join(MEASURE_NAMES)}")
         if self.k < 1:
             raise ValueError(f"cutoff must be >= 1, got {self.name}@{self.k}")
+        if self.k > MAX_CUTOFF:
+            raise ValueError(
+                f"cutoff {self.k} of {self.name}@{self.k} is above 2**53 = {MAX_CUTOFF}; to count "
+                "every candidate, any cutoff at least the longest row will do"
+            )
 
     def __str__(self) -> str:
         return f"{self.name}@{self.k}"
@@ -78,6 +89,11 @@ class Measure:
         """``"first"`` (HR, MRR: a function of the best relevant rank) or ``"sum"`` (nDCG, Recall,
         P: a sum of per-item gains over the relevant items, divided by :meth:`norm`)."""
         return "first" if self.name in _FIRST else "sum"
+
+    def table_end(self, longest: int) -> int:
+        """The last index a gain table needs for ranks up to ``longest``: ``min(k, longest) +
+        1``, past every rank that can score (so a cutoff beyond the longest row costs nothing)."""
+        return min(self.k, max(int(longest), 0)) + 1
 
     def item_gains(self, max_rank: int) -> np.ndarray:
         """Per-item gain at ``r = 0 .. max_rank`` (index 0 unused, 0.0), before normalisation.
@@ -111,8 +127,9 @@ class Measure:
         """
         n = np.asarray(n_relevant, dtype=np.int64)
         if self.name == "nDCG":
-            ideal = np.r_[0.0, np.cumsum(1.0 / np.log2(np.arange(2, self.k + 2, dtype=np.float64)))]
-            return ideal[np.clip(n, 0, self.k)]
+            top = min(self.k, int(n.max()) if n.size else 0)  # the ideal needs min(R, k) places
+            ideal = np.r_[0.0, np.cumsum(1.0 / np.log2(np.arange(2, top + 2, dtype=np.float64)))]
+            return ideal[np.clip(n, 0, top)]
         if self.name == "Recall":
             return n.astype(np.float64)
         if self.name == "P":
@@ -130,8 +147,8 @@ class Measure:
     def __call__(self, rank: np.ndarray | int) -> np.ndarray:
         """The measure when the row's only relevant item (``R = 1``) is at 1-based ``rank``."""
         rank = np.asarray(rank)
-        table = self.gains(self.k + 1)
-        return table[np.minimum(rank, self.k + 1)]
+        end = self.table_end(int(rank.max()) if rank.size else 0)
+        return self.gains(end)[np.minimum(rank, end)]
 
     def of_ranks(self, ranks: Iterable[int], n_relevant: int | None = None) -> float:
         """The measure of one row from the ranks of its ranked relevant items (plain Python).
@@ -147,7 +164,7 @@ class Measure:
         if n < max(len(rs), 1):
             raise ValueError(f"n_relevant={n} is below the {len(rs)} ranks given (or zero)")
         top = [r for r in rs if r <= self.k]
-        gain = self.item_gains(self.k)
+        gain = self.item_gains(self.table_end(max(rs, default=0)))
         if self.kind == "first":
             return float(gain[top[0]]) if top else 0.0
         return float(sum(gain[r] for r in top) / float(self.norm(n)))

@@ -62,7 +62,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ._numbers import number_text
+from ._files import input_problem, is_gzip
+from ._numbers import INEXACT, inexact_integer, number_text
 from .candidates import CandidateError, CandidateTable
 
 __all__ = ["TrecError", "TrecInput", "TrecRecords", "read_run", "read_qrels", "read_trec"]
@@ -80,9 +81,10 @@ _FIELD = re.compile(r"[^ \t\n\r\f\v]+")
 def _lines(path: str | os.PathLike[str], n_fields: int, layout: str):
     """(line number, fields) of every content line, checking the field count."""
     p = Path(path)
-    if not p.is_file():
-        raise TrecError(f"{path}: no such file")
-    opener = gzip.open if p.suffix.lower() == ".gz" else open
+    problem = input_problem(p)
+    if problem is not None:
+        raise TrecError(f"{path}: {problem}")
+    opener = gzip.open if is_gzip(p) else open
     try:
         with opener(p, "rt", encoding="utf-8") as fh:
             for number, line in enumerate(fh, start=1):
@@ -126,6 +128,9 @@ def _read(path: str | os.PathLike[str], kind: str) -> TrecRecords:
     if len(refused):
         j = int(refused[0])
         raise TrecError(f"{path}: line {line[j]}: {what} {text[j]!r} is not a number")
+    lost = inexact_integer(clean)
+    if lost is not None:
+        raise TrecError(f"{path}: line {line[lost[0]]}: {what} {lost[1]} {INEXACT}")
     value = pc.cast(clean, pa.float64()).to_numpy(zero_copy_only=False)
     if not run:
         whole = np.flatnonzero(~np.isfinite(value) | (value != np.floor(value)))

@@ -67,7 +67,7 @@ def expected_moments(
     ``Cp(x) = sum_{r=1}^{x} m(r)^p``; since ``m(r) = 0`` beyond the cutoff, the prefix sums are
     only tabulated up to ``k + 1`` (McSherry & Najork 2008 tie-averaging, for one relevant item).
     """
-    return _moments(g, t, measure.gains(measure.k + 1))
+    return _moments(g, t, measure.gains(measure.table_end(int((g + t).max()) if len(g) else 0)))
 
 
 def _first_relevant_moments(
@@ -122,8 +122,9 @@ class Expected(FromGroups):
         values, variances = {}, {}
         w = ties.n_rows
         rows, starts = rows_with_items(ties)
+        longest = int(ties.length.max()) if w else 0
         for m in measures:
-            table = m.item_gains(m.k + 1)
+            table = m.item_gains(m.table_end(longest))
             mean = np.zeros(w)
             var = np.zeros(w)
             if m.kind == "sum":
