@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 CORES  ?= 2
 
-.PHONY: help venv test test-fast test-adapters test-slurm lint demo paper screenshot bench clean
+.PHONY: help venv test test-fast test-mutations test-adapters test-slurm lint demo paper screenshot bench clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/'
@@ -25,6 +25,9 @@ test: $(STAMP)  ## run the whole test suite (library, CLI, downloads, workflow)
 
 test-fast: $(STAMP)  ## the tests without the end-to-end workflow runs
 	$(BIN)/python -m pytest -q -m "not slow"
+
+test-mutations: $(STAMP)  ## apply each deliberate defect to a scratch copy; make test must fail on each
+	$(BIN)/python -m tests.mutations $(MUTATIONS)
 
 test-adapters: $(STAMP)  ## probe the torch adapters (installs torch 2.13.0, a CPU build, and torchmetrics, RecBole)
 	$(BIN)/python -m pip install --quiet torch==2.13.0
