@@ -87,6 +87,9 @@ def test_first_failure_reads_the_summary() -> None:
     out = "..F\n=== short test summary info ===\nFAILED tests/a.py::test_b[1] - assert 0\n"
     assert first_failure(out) == "tests/a.py::test_b[1]"
     assert first_failure("ERROR tests/c.py - ImportError\n") == "tests/c.py"
+    assert first_failure("FAILED tests/d.py::test_e[a b] - x - y\nFAILED tests/f.py\n") == (
+        "tests/d.py::test_e[a b]"
+    )
     assert first_failure("3 passed\n") == ""
 
 

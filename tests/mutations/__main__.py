@@ -37,6 +37,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--log-dir", type=Path,
                         help="write each defect's last pytest output to DIR/NAME.log")  # fmt: skip
     parser.add_argument("--keep", action="store_true", help="keep the scratch copies")
+    parser.add_argument("--first-only", action="store_true",
+                        help="run only each defect's first tests (a quick look, not the check)")
     return parser
 
 
@@ -69,13 +71,14 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     print(f"mutations: {len(chosen)} defect(s), tests: pytest {' '.join(pytest_args)} -x "
           f"(in a scratch copy of {ROOT})", flush=True)  # fmt: skip
-    widths = (max(len(d.name) for d in chosen), 8, 60, 7)
-    print(_row(("defect", "result", "caught by", "seconds"), widths), flush=True)
+    widths = (max(len(d.name) for d in chosen), 8, 7, 0)
+    print(_row(("defect", "result", "seconds", "caught by"), widths), flush=True)
     outcomes: list[Outcome] = []
     start = time.monotonic()
     for defect in chosen:
         try:
-            outcome = run_defect(defect, pytest_args, timeout=args.timeout, keep=args.keep)
+            outcome = run_defect(defect, pytest_args, timeout=args.timeout, keep=args.keep,
+                                 first_only=args.first_only)  # fmt: skip
         except (MutationSetupError, RottedDefect) as exc:
             print(f"mutations: error: {exc}", file=sys.stderr)
             return 2
@@ -83,14 +86,18 @@ def main(argv: list[str] | None = None) -> int:
         if args.log_dir is not None:
             args.log_dir.mkdir(parents=True, exist_ok=True)
             (args.log_dir / f"{defect.name}.log").write_text(outcome.output, encoding="utf-8")
-        verdict = "caught" if outcome.caught else "SURVIVED"
-        print(_row((defect.name, verdict, outcome.by or "-", f"{outcome.seconds:.0f}"), widths),
+        verdict = "caught" if outcome.caught else "missed" if args.first_only else "SURVIVED"
+        print(_row((defect.name, verdict, f"{outcome.seconds:.0f}", outcome.by or "-"), widths),
               flush=True)  # fmt: skip
     caught = sum(o.caught for o in outcomes)
     survived = [o.defect.name for o in outcomes if not o.caught]
     if survived:
-        print(f"survived: {', '.join(survived)}")
+        print(f"{'missed' if args.first_only else 'survived'}: {', '.join(survived)}")
     print(f"time: {time.monotonic() - start:.0f} s")
+    if args.first_only:
+        print(f"mutations: {caught} caught by their first tests, {len(survived)} not "
+              f"(the whole suite was not run) of {len(outcomes)}")  # fmt: skip
+        return 1 if survived else 0
     print(f"mutations: {caught} caught, {len(survived)} survived of {len(outcomes)}")
     return 1 if survived else 0
 

@@ -28,7 +28,7 @@ DEFECTS: tuple[Defect, ...] = (
         old="return -ties.table.item if self.descending else ties.table.item",
         new="return ties.table.item if self.descending else -ties.table.item",
         means="item_id and docno_desc break ties the wrong way on a stored table",
-        first=("tests/test_rule_conformance.py",),
+        first=("tests/test_rule_conformance.py::test_every_registered_rule_conforms[item_id]",),
     ),
     Defect(
         name="expected-off-by-one-place",
@@ -36,7 +36,7 @@ DEFECTS: tuple[Defect, ...] = (
         old="    c1 = np.cumsum(table)\n",
         new="    c1 = np.cumsum(np.append(table[1:], 0.0))\n",
         means="expected takes each place's gain from the place after it",
-        first=("tests/test_rule_conformance.py",),
+        first=("tests/test_rule_conformance.py::test_every_registered_rule_conforms[expected]",),
     ),
     Defect(
         name="hash-seed-ignored",
@@ -60,7 +60,10 @@ DEFECTS: tuple[Defect, ...] = (
         old="files = [path, *library_files(path, package_dir=LIB)]",
         new="files = [*library_files(path, package_dir=LIB)]",
         means="a user scorer's own file is not an input of the steps that run it",
-        first=("tests/test_reruns.py::test_editing_a_plugin_scorer_reruns_its_scoring_steps",),
+        first=(
+            "tests/test_config_validation.py"
+            "::test_valid_config_dry_runs_with_the_spellings_the_library_accepts",
+        ),
     ),
     Defect(
         name="parquet-write-not-deterministic",
@@ -100,7 +103,7 @@ DEFECTS: tuple[Defect, ...] = (
         old='cells.append(f"<td>{html.escape(text)}</td>")',
         new='cells.append(f"<td>{text}</td>")',
         means="a results-page table cell is written as raw HTML",
-        first=("tests/test_page.py",),
+        first=("tests/test_page.py::test_table_cells_show_their_text_not_markup",),
     ),
     Defect(
         name="download-pinned-before-checked",
@@ -114,7 +117,7 @@ DEFECTS: tuple[Defect, ...] = (
         means="a download is pinned in the lock file before its checksum and format are checked",
         first=(
             "tests/data/test_download.py::test_html_page_served_with_200_is_refused_and_not_pinned",
-            "tests/data/test_download.py",
+            "tests/data/test_download.py::test_close_delimited_plain_file_is_refused_and_not_pinned",
         ),
     ),
     Defect(
@@ -131,7 +134,7 @@ DEFECTS: tuple[Defect, ...] = (
         old="order = np.lexsort((-idx, table.row))",
         new="order = np.lexsort((idx, table.row))",
         means="the audit's 'reversed' permutation leaves every row as stored",
-        first=("tests/test_audit.py",),
+        first=("tests/test_audit.py::test_reversed_reverses_every_row",),
     ),
     Defect(
         name="audit-shuffles-one-draw",
@@ -139,7 +142,10 @@ DEFECTS: tuple[Defect, ...] = (
         old='noise = make_rng(seed, "audit-shuffle", p).random(table.n_candidates)',
         new='noise = make_rng(seed, "audit-shuffle", 0).random(table.n_candidates)',
         means="every audit shuffle of a stored table is the same draw",
-        first=("tests/test_audit.py",),
+        first=(
+            "tests/test_audit.py"
+            "::test_shuffles_are_deterministic_per_seed_and_differ_between_seeds_and_draws",
+        ),
     ),
     Defect(
         name="full-catalogue-history-tied",
@@ -179,6 +185,6 @@ DEFECTS: tuple[Defect, ...] = (
         old="        print(f\"tieaudit: error: {exc}\", file=sys.stderr)\n        return 2\n",
         new="        print(f\"tieaudit: error: {exc}\", file=sys.stderr)\n        return 1\n",
         means="bad input makes the CLI exit 1 instead of the documented 2",
-        first=("tests/test_cli.py",),
+        first=("tests/test_cli.py::test_bad_input_evaluate_exits_2_and_writes_nothing",),
     ),
 )

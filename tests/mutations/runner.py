@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[2]
 # pytest's exit statuses: tests failed, run interrupted (e.g. a collection error), internal error
 FAILED_STATUSES = (1, 2, 3)
 TIMED_OUT = -1
-_REPORTED = re.compile(r"(?m)^(?:FAILED|ERROR) (\S+)")
+_REPORTED = re.compile(r"(?m)^(?:FAILED|ERROR) (.+?)(?: - .*)?$")
 
 
 class RottedDefect(ValueError):
@@ -127,15 +127,17 @@ def run_defect(
     root: Path = ROOT,
     timeout: float = 3600.0,
     keep: bool = False,
+    first_only: bool = False,
 ) -> Outcome:
     """Apply ``defect`` to a scratch copy of ``root`` and run its first tests, then, if they
-    pass, the whole suite (``pytest_args``: those of ``make test``)."""
+    pass (and not ``first_only``), the whole suite (``pytest_args``: those of ``make test``)."""
     start = time.monotonic()
     copy = Path(tempfile.mkdtemp(prefix=f"tieaudit-mutant-{defect.name}-"))
     try:
         apply(defect, scratch_copy(copy, root))
         runs = [("first", [*pytest_args, *defect.first])] if defect.first else []
-        runs.append(("suite", list(pytest_args)))
+        if not first_only:
+            runs.append(("suite", list(pytest_args)))
         for what, args in runs:
             status, output = _pytest(args, copy, timeout)
             if status in FAILED_STATUSES:
