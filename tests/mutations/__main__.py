@@ -9,6 +9,7 @@ check cannot run (a rotted defect, an unknown name, first tests ``make test`` do
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 import time
 from pathlib import Path
@@ -48,6 +49,8 @@ def _row(cells: tuple[str, ...], widths: tuple[int, ...]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    # stopped with SIGTERM: unwind, so that the running pytest is killed and the copy removed
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     by_name = {d.name: d for d in DEFECTS}
     unknown = [n for n in args.names if n not in by_name]
     if unknown:
