@@ -12,7 +12,7 @@ QUIET  := $(BIN)/python -m tieaudit.quiet
 # fixtures (a pipeline run the module's tests share) are set up once
 PYTEST := $(BIN)/python -m pytest -q -n auto --dist loadscope
 
-.PHONY: help venv test test-fast test-adapters test-slurm lint docs demo paper screenshot bench clean
+.PHONY: help venv test test-fast test-mutations test-adapters test-slurm lint docs demo paper screenshot bench clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/'
@@ -34,6 +34,9 @@ test: $(STAMP)  ## run the whole test suite (library, CLI, downloads, workflow);
 
 test-fast: $(STAMP)  ## between edits: the tests without the end-to-end workflow runs
 	$(PYTEST) -m "not slow"
+
+test-mutations: $(STAMP)  ## apply each deliberate defect to a scratch copy; make test must fail on each
+	$(BIN)/python -m tests.mutations $(MUTATIONS)
 
 test-adapters: $(STAMP)  ## probe the torch adapters (installs torch 2.13.0, a CPU build, and torchmetrics, RecBole)
 	$(BIN)/python -m pip install --quiet torch==2.13.0

@@ -11,6 +11,7 @@ need: no figures or results page).
 from __future__ import annotations
 
 import copy
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -88,6 +89,11 @@ def test_valid_config_dry_runs_with_the_spellings_the_library_accepts(tmp_path: 
     res = snakemake(tmp_path, cfg, "-n")
     assert res.returncode == 0, res.stdout[-3000:]
     assert "results/mini/sampled/recency.v2/metrics.csv" in res.stdout
+    # the plug-in's own file is an input of the job that runs it: editing it reruns that job
+    jobs = re.findall(r"(?m)^rule score:\n((?:    .*\n)+)", res.stdout)
+    (plugin,) = [j for j in jobs if "scorer=recency.v2" in j]
+    inputs = re.search(r"(?m)^    input: (.*)$", plugin).group(1).split(", ")
+    assert "examples/my_scorer.py" in inputs, plugin
 
 
 def test_no_scorer_name_is_reserved(tmp_path: Path) -> None:

@@ -238,6 +238,19 @@ def test_page_has_flips_verdicts_figures_checklists_and_provenance(page) -> None
     assert "rules:" in text and "tieaudit 0.1.0" in text  # config as YAML, versions
 
 
+def test_table_cells_show_their_text_not_markup(tmp_path) -> None:
+    """A cell is escaped: a download URL's query (``&``, ``<``) shows as written, never as HTML."""
+    url = "https://example.org/get?name=<b>ratings</b>&format=csv"
+    inp = write_paper_dir(tmp_path / "paper")
+    inp.data_files = [DataFile("d1", "interactions", url, 12, "ab" * 32, "lock file")]
+    text = results_page(inp)
+    parsed = _Page()
+    parsed.feed(text)
+    (table,) = [t for t in parsed.tables if t["attrs"].get("class") == "data-files"]
+    assert table["rows"][1][:3] == ["d1", "interactions", url]
+    assert "name=&lt;b&gt;ratings&lt;/b&gt;&amp;format=csv" in text
+
+
 def test_evaluators_section_only_when_the_file_is_an_input(tmp_path) -> None:
     inp = write_paper_dir(tmp_path / "paper")
     assert 'id="evaluators"' not in results_page(inp)

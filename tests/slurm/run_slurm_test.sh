@@ -4,6 +4,7 @@
 #
 #   bash tests/slurm/run_slurm_test.sh          (as root; needs .venv with snakemake and
 #                                                snakemake-executor-plugin-slurm)
+#   bash tests/slurm/run_slurm_test.sh --rules  (prints the rules it sends to Slurm and stops)
 #
 # 1. installs Debian's Slurm (slurmctld, slurmd, slurmdbd, client), munge and MariaDB if absent;
 # 2. starts a one-node cluster in a temp folder: munged, mariadbd, slurmdbd, slurmctld, slurmd,
@@ -49,6 +50,12 @@ SLURM_RULES=$(awk '/^localrules:/ { inlist = 1; next }
     END { for (r in rules) if (!(r in local_) && r != "all") print r }' \
     "$REPO/Snakefile" "$REPO"/workflow/rules/*.smk | sort | tr '\n' ' ')
 SLURM_RULES=${SLURM_RULES% }
+# `run_slurm_test.sh --rules` prints them and stops (tests/test_slurm_rules.py, part of `make test`,
+# checks them against the jobs a dry run of the workflow does not run locally)
+if [[ ${1:-} == --rules ]]; then
+    echo "$SLURM_RULES"
+    exit 0
+fi
 
 STAGE=setup
 TMP=""
