@@ -29,6 +29,11 @@ Tie diagnostics
     ``share_rows_with_several_relevant`` (stored relevant lines) and
     ``rows_without_stored_relevant`` (rows whose relevant items were all left unstored, e.g. a TREC
     query that retrieved none).
+
+    Given the users that have history (``users_with_history``), the diagnostics also give
+    ``share_rows_cold_start``: the share of rows whose user has none (a held-out item with no
+    other interaction, as in a benchmark split's test-only users), rows on which a scorer that
+    learns from history can only tie.
 """
 
 from __future__ import annotations
@@ -150,7 +155,9 @@ class Diagnostics:
     the storage shares are taken among: ``"row"``, or ``"tie group"`` (a summary table, whose
     full rows are never stored). ``straddles`` maps each cutoff ``k`` to the share of rows whose
     tie group straddles it, ``gap`` each measure to the optimistic - pessimistic gap of its mean,
-    ``tie_sizes`` each tie-group size ``t`` at the relevant item to its number of rows.
+    ``tie_sizes`` each tie-group size ``t`` at the relevant item to its number of rows,
+    ``share_rows_cold_start`` the share of rows whose user has no history (``None``, and no
+    line, when the users with history were not given).
     """
 
     rows: int
@@ -171,6 +178,7 @@ class Diagnostics:
     straddles: dict[int, float]
     gap: dict[Measure, float]
     tie_sizes: dict[int, int]
+    share_rows_cold_start: float | None = None
 
     def to_frame(self) -> pd.DataFrame:
         """The long table ``diagnostic, key, value`` (``diagnostics.csv``)."""
@@ -191,9 +199,15 @@ def _mean(x: np.ndarray) -> float:
     return float(x.mean()) if len(x) else 0.0
 
 
-def tie_diagnostics(ev: Evaluation) -> Diagnostics:
-    """Tie diagnostics of an evaluation's table, typed (see :class:`Diagnostics`)."""
+def tie_diagnostics(ev: Evaluation, users_with_history: Iterable[str] | None = None
+                    ) -> Diagnostics:  # fmt: skip
+    """Tie diagnostics of an evaluation's table, typed (see :class:`Diagnostics`); with
+    ``users_with_history``, also the share of cold-start rows."""
     ts, table = ev.structure, ev.table
+    cold = None
+    if users_with_history is not None:
+        row_users = pd.Index(table.user_ids[table.row_user], dtype=object)
+        cold = _mean(~row_users.isin(np.asarray(users_with_history, dtype=object)))
     w = ts.n_rows
     has = ts.first >= 0
     best = ts.first[has]  # each row's best relevant item (rows with one stored)
@@ -232,6 +246,7 @@ def tie_diagnostics(ev: Evaluation) -> Diagnostics:
         straddles=straddles,
         gap={m: float((high[m] - low[m]).mean()) for m in ev.measures},
         tie_sizes={int(s): int(c) for s, c in zip(sizes, counts, strict=True)},
+        share_rows_cold_start=cold,
     )
 
 
@@ -428,15 +443,17 @@ def audit(
     headline: Sequence[str | Measure] = ("nDCG@10", "HR@10"),
     reported_rule: str = "expected",
     title: str | None = None,
+    users_with_history: Iterable[str] | None = None,
 ) -> AuditResult:
-    """Evaluate, check invariance, compute diagnostics and fill in the checklist."""
+    """Evaluate, check invariance, compute diagnostics and fill in the checklist;
+    ``users_with_history`` adds the share of cold-start rows to the diagnostics."""
     table = as_table(data)
     ms = parse_measures(measures if measures is not None else DEFAULT_MEASURES)
     rs = parse_rules(rules if rules is not None else DEFAULT_RULES)
     ev = evaluate(table, ms, rs, n_seeds=n_seeds, rank_cap=None)
     inv = invariance(table, ms, rs, n_permutations=n_permutations, seed=seed, n_seeds=n_seeds,
                      base=ev)  # fmt: skip
-    diag = tie_diagnostics(ev)
+    diag = tie_diagnostics(ev, users_with_history)
     text = checklist(ev, diag, inv, headline=headline, reported_rule=reported_rule,
                      permutation_seed=seed, title=title)  # fmt: skip
     return AuditResult(ev, inv, diag.to_frame(), text, diag)

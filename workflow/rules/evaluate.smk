@@ -60,6 +60,8 @@ rule evaluate:
 rule audit:
     input:
         scores="results/{dataset}/{setting}/{scorer}/scores.parquet",
+        # its users: the rows of any other user are cold starts (diagnostics.csv)
+        history="data/interim/{dataset}/history.parquet",
         lib=script_inputs("audit.py"),
     output:
         invariance="results/{dataset}/{setting}/{scorer}/audit/invariance.csv",
