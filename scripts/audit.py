@@ -27,6 +27,7 @@ res = audit(
     reported_rule=p.reported_rule,
     title=f"{w.dataset} / {w.scorer}",
     users_with_history=known,
+    requested_rows=p.requested_rows,
 )
 out = snakemake.output  # noqa: F821
 atomic_write_many(

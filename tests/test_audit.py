@@ -436,6 +436,17 @@ def test_cold_start_share_of_rows():
     assert diag_dict(res.diagnostics)[("share_rows_cold_start", "")] == 0.0
 
 
+def test_checklist_says_when_fewer_rows_than_asked():
+    def head(requested):
+        res = audit(diag_table(), DIAG_MEASURES, ["expected"], n_seeds=1, n_permutations=0,
+                    headline=["HR@1"], requested_rows=requested)  # fmt: skip
+        return res.checklist.split("\n")[2]
+
+    assert head(1_000).startswith(
+        "3 evaluation rows (1,000 asked for: only 3 users have a held-out item), 11 candidates")
+    assert head(3).startswith("3 evaluation rows, 11 candidates") and head(None) == head(3)
+
+
 def test_straddle_definition_on_boundaries():
     """g < k < g + t exactly: the boundaries k = g and k = g + t do not straddle."""
     lines = [("r", "u", "top", 0, 9.0), ("r", "u", "top2", 0, 8.0),

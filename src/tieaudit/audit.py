@@ -259,6 +259,13 @@ def _pct(x: float) -> str:
     return f"{100 * x:.1f}%"
 
 
+def _short_of(requested: int | None, rows: int) -> str:
+    """`` (N asked for: only M users have a held-out item)`` when fewer rows than asked."""
+    if requested is None or requested <= rows:
+        return ""
+    return f" ({requested:,} asked for: only {rows:,} users have a held-out item)"
+
+
 def checklist(
     ev: Evaluation,
     diag: Diagnostics,
@@ -268,9 +275,11 @@ def checklist(
     reported_rule: str = "expected",
     permutation_seed: int = 0,
     title: str | None = None,
+    requested_rows: int | None = None,
 ) -> str:
     """A Markdown reporting checklist filled in from the evaluation, its diagnostics
-    (:func:`tie_diagnostics`) and invariance."""
+    (:func:`tie_diagnostics`) and invariance; ``requested_rows`` (the rows the run asked for)
+    is named when the table has fewer."""
     summary = ev.summary()
     heads = [parse_measure(h) for h in headline if parse_measure(h) in ev.measures]
     if not heads:
@@ -292,7 +301,7 @@ def checklist(
     tied = diag.share_positive_tied
     lines = [f"# Tie-handling report: {title or ev.table.source}", ""]
     lines += [
-        f"{w:,} evaluation rows, {diag.candidates:,} candidates "
+        f"{w:,} evaluation rows{_short_of(requested_rows, w)}, {diag.candidates:,} candidates "
         f"({diag.mean_candidates_per_row:.1f} a row). "
         "Scores and candidates held fixed; only the tie rule changes.",
         "",
@@ -444,9 +453,11 @@ def audit(
     reported_rule: str = "expected",
     title: str | None = None,
     users_with_history: Iterable[str] | None = None,
+    requested_rows: int | None = None,
 ) -> AuditResult:
     """Evaluate, check invariance, compute diagnostics and fill in the checklist;
-    ``users_with_history`` adds the share of cold-start rows to the diagnostics."""
+    ``users_with_history`` adds the share of cold-start rows to the diagnostics,
+    ``requested_rows`` (the rows the run asked for) is named in the checklist when fewer."""
     table = as_table(data)
     ms = parse_measures(measures if measures is not None else DEFAULT_MEASURES)
     rs = parse_rules(rules if rules is not None else DEFAULT_RULES)
@@ -455,5 +466,5 @@ def audit(
                      base=ev)  # fmt: skip
     diag = tie_diagnostics(ev, users_with_history)
     text = checklist(ev, diag, inv, headline=headline, reported_rule=reported_rule,
-                     permutation_seed=seed, title=title)  # fmt: skip
+                     permutation_seed=seed, title=title, requested_rows=requested_rows)  # fmt: skip
     return AuditResult(ev, inv, diag.to_frame(), text, diag)

@@ -452,6 +452,13 @@ def largest_cutoff():
     return max(parse_measure(m).k for m in config["evaluation"]["metrics"])
 
 
+def requested_rows(wildcards):
+    """The evaluation rows a result asks for: evaluation.n_rows, or a full-catalog result's
+    full_rows when set (the checklist says when the data have fewer)."""
+    own = full_rows(wildcards) if wildcards.setting == "full" else None
+    return own if own is not None else config["evaluation"]["n_rows"]
+
+
 def full_rows(wildcards):
     """Full-catalog rows of a dataset: its own `full_rows` if set, else evaluation.full_rows."""
     own = dataset_cfg(wildcards.dataset).get("full_rows")

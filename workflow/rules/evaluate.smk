@@ -94,5 +94,6 @@ rule audit:
         reported_rule=config["evaluation"]["reported_rule"],
         permutations=config["audit"]["permutations"],
         seed=config["audit"]["seed"],
+        requested_rows=requested_rows,
     script:
         "../../scripts/audit.py"
