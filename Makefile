@@ -6,6 +6,9 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 CORES  ?= 2
+# the test suite runs on every core (pytest-xdist); a module's tests stay on one worker, so its
+# fixtures (a pipeline run the module's tests share) are set up once
+PYTEST := $(BIN)/python -m pytest -q -n auto --dist loadscope
 
 .PHONY: help venv test test-fast test-adapters test-slurm lint demo paper screenshot bench clean
 
@@ -20,11 +23,11 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)  ## create .venv and install the project
 
-test: $(STAMP)  ## run the whole test suite (library, CLI, downloads, workflow)
-	$(BIN)/python -m pytest -q
+test: $(STAMP)  ## run the whole test suite (library, CLI, downloads, workflow); lists the slowest tests
+	$(PYTEST) --durations=15
 
-test-fast: $(STAMP)  ## the tests without the end-to-end workflow runs
-	$(BIN)/python -m pytest -q -m "not slow"
+test-fast: $(STAMP)  ## between edits: the tests without the end-to-end workflow runs
+	$(PYTEST) -m "not slow"
 
 test-adapters: $(STAMP)  ## probe the torch adapters (installs torch 2.13.0, a CPU build, and torchmetrics, RecBole)
 	$(BIN)/python -m pip install --quiet torch==2.13.0

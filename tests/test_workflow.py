@@ -1,13 +1,14 @@
-"""The whole Snakemake workflow on the embedded demo, in temporary folders.
+"""The whole Snakemake workflow on the embedded demo, run once in a temporary folder.
 
-Runs the demo twice (2 cores, then 1 core) and checks the tables, the effect the paper reports,
-the invariance verdicts and that both runs wrote byte-identical tables. Also: the workflow is
-lint-clean and snakefmt-formatted.
+Every test here reads the session's one demo run (``demo_run`` in ``tests/conftest.py``) and
+checks the tables, the effect the paper reports, the invariance verdicts, the evaluator table,
+the report and the results page. That a run writes the same bytes whatever the number of cores
+is checked on a smaller configuration (``tests/test_workflow_full_catalog.py``). Also: the
+workflow is lint-clean and snakefmt-formatted.
 """
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -15,37 +16,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-DEMO = ROOT / "config" / "demo.yaml"
+from tests.conftest import DEMO, ROOT, run_snakemake
+
 pytestmark = pytest.mark.slow
 
 
-def snakemake(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), *args]
-    # the results page's date (tieaudit.page.page_date): fixed, so both runs write the same page
-    env = {**os.environ, "SOURCE_DATE_EPOCH": "1767225600"}
-    return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=900, env=env)
-
-
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[int, Path]:
-    out = {}
-    for cores in (2, 1):
-        d = tmp_path_factory.mktemp(f"demo_cores{cores}")
-        res = snakemake("--configfile", str(DEMO), "--directory", str(d), "--cores", str(cores))
-        assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
-        out[cores] = d
-    return out
-
-
-def tables(root: Path) -> dict[str, bytes]:
-    patterns = ("paper/*.*", "*/*/*/metrics.csv", "*/*/*/audit/*", "*/*/*/scores.parquet")
-    files = [p for pat in patterns for p in sorted((root / "results").glob(pat))]
-    return {str(p.relative_to(root)): p.read_bytes() for p in files}
-
-
-def test_paper_tables_have_expected_rows_and_columns(runs: dict[int, Path]) -> None:
-    paper = runs[2] / "results" / "paper"
+def test_paper_tables_have_expected_rows_and_columns(demo_run: Path) -> None:
+    paper = demo_run / "results" / "paper"
     for d in ("demo_amazon_beauty", "demo_movielens_genome"):
         t = pd.read_csv(paper / f"table_{d}.csv")
         assert list(t.columns[:4]) == ["scorer", "rule", "nDCG@10", "nDCG@10_sd"]
@@ -65,20 +42,20 @@ def test_paper_tables_have_expected_rows_and_columns(runs: dict[int, Path]) -> N
     assert text.count("## Tie-handling report") == 12 and text.count("(full catalogue)") == 6
 
 
-def test_input_order_inflates_attribute_overlap(runs: dict[int, Path]) -> None:
+def test_input_order_inflates_attribute_overlap(demo_run: Path) -> None:
     # the demo data are built so the effect is visible: far above on the Amazon stand-in
     for d, factor in (("demo_amazon_beauty", 1.3), ("demo_movielens_genome", 1.1)):
-        m = pd.read_csv(runs[2] / "results" / d / "sampled" / "attribute_overlap" / "metrics.csv")
+        m = pd.read_csv(demo_run / "results" / d / "sampled" / "attribute_overlap" / "metrics.csv")
         v = m[m["metric"] == "nDCG@10"].set_index("rule")["value"]
         assert v["input_order"] > factor * v["expected"], (d, v.to_dict())
         assert v["input_order"] == v["optimistic"]  # the positive is stored first
         assert v["pessimistic"] <= v["expected"] <= v["optimistic"]
 
 
-def test_evaluator_table(runs: dict[int, Path]) -> None:
+def test_evaluator_table(demo_run: Path) -> None:
     from tieaudit.probe import adapters
 
-    paper = runs[2] / "results" / "paper"
+    paper = demo_run / "results" / "paper"
     table = pd.read_csv(paper / "evaluators.csv", keep_default_na=False).set_index("adapter")
     assert list(table.index) == [a.name for a in adapters()]
     for a in adapters():
@@ -88,38 +65,31 @@ def test_evaluator_table(runs: dict[int, Path]) -> None:
     assert stable["rule"] == "input_order" and stable["metric"] == "nDCG@10"
     # inflation measured on the first dataset's attribute-overlap candidates: the same numbers
     # as the pipeline's own evaluation of them
-    m = pd.read_csv(runs[2] / "results/demo_amazon_beauty/sampled/attribute_overlap/metrics.csv")
+    m = pd.read_csv(demo_run / "results/demo_amazon_beauty/sampled/attribute_overlap/metrics.csv")
     v = m[m["metric"] == "nDCG@10"].set_index("rule")["value"]
     assert float(stable["mean"]) == pytest.approx(v["input_order"], abs=1e-12)
     assert float(stable["expected"]) == pytest.approx(v["expected"], abs=1e-12)
     assert "| adapter |" in (paper / "evaluators.md").read_text()
 
 
-def test_invariance_verdicts(runs: dict[int, Path]) -> None:
-    for path in (runs[2] / "results").glob("*/*/*/audit/invariance.csv"):
+def test_invariance_verdicts(demo_run: Path) -> None:
+    for path in (demo_run / "results").glob("*/*/*/audit/invariance.csv"):
         inv = pd.read_csv(path).drop_duplicates("rule").set_index("rule")["invariant"]
         for rule in ("expected", "hash:0", "hash_mean", "optimistic", "pessimistic", "item_id"):
             assert inv[rule] == "yes", (path, rule)
-    inv = pd.read_csv(runs[2] / "results/demo_amazon_beauty/sampled/attribute_overlap/audit/invariance.csv")
+    inv = pd.read_csv(demo_run / "results/demo_amazon_beauty/sampled/attribute_overlap/audit/invariance.csv")
     assert (inv[inv["rule"] == "input_order"]["invariant"] == "no").all()
 
 
-def test_runs_are_byte_identical_across_cores(runs: dict[int, Path]) -> None:
-    a, b = tables(runs[2]), tables(runs[1])
-    assert len(a) > 30 and a.keys() == b.keys()
-    differ = [k for k in a if a[k] != b[k]]
-    assert not differ, differ
-
-
-def test_report_builds(runs: dict[int, Path]) -> None:
-    res = snakemake("--configfile", str(DEMO), "--directory", str(runs[2]),
-                    "--report", "results/report.html")  # fmt: skip
+def test_report_builds(demo_run: Path) -> None:
+    res = run_snakemake("--configfile", str(DEMO), "--directory", str(demo_run),
+                        "--report", "results/report.html")  # fmt: skip
     assert res.returncode == 0, res.stderr[-3000:]
-    assert (runs[2] / "results" / "report.html").stat().st_size > 10_000
+    assert (demo_run / "results" / "report.html").stat().st_size > 10_000
 
 
 def test_lint_and_format_are_clean() -> None:
-    res = snakemake("--lint", "--configfile", str(DEMO))
+    res = run_snakemake("--lint", "--configfile", str(DEMO))
     assert res.returncode == 0 and "Lints for" not in res.stdout + res.stderr, res.stdout[-3000:]
     fmt = subprocess.run(
         [sys.executable, "-m", "snakefmt", "--check", "Snakefile", "workflow"],
@@ -128,10 +98,10 @@ def test_lint_and_format_are_clean() -> None:
     assert fmt.returncode == 0, fmt.stderr
 
 
-def test_paper_tables_flips_and_results_page(runs: dict[int, Path], tmp_path: Path) -> None:
+def test_paper_tables_flips_and_results_page(demo_run: Path, tmp_path: Path) -> None:
     from tests.test_page import browser_missing, check_in_browser
 
-    paper = runs[2] / "results" / "paper"
+    paper = demo_run / "results" / "paper"
     datasets, settings = ["demo_amazon_beauty", "demo_movielens_genome"], ["sampled", "full"]
     for d in datasets:
         for s in settings:

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# make test-slurm: run the offline demo through a real Slurm scheduler on this machine.
+# make test-slurm: run a small configuration of the workflow (generated data, one job of every
+# rule) through a real Slurm scheduler on this machine.
 #
 #   bash tests/slurm/run_slurm_test.sh          (as root; needs .venv with snakemake and
 #                                                snakemake-executor-plugin-slurm)
@@ -7,7 +8,8 @@
 # 1. installs Debian's Slurm (slurmctld, slurmd, slurmdbd, client), munge and MariaDB if absent;
 # 2. starts a one-node cluster in a temp folder: munged, mariadbd, slurmdbd, slurmctld, slurmd,
 #    all on 127.0.0.1 and private ports, with accounting (the executor plugin polls sacct);
-# 3. runs the demo with --workflow-profile profiles/slurm, checks with sacct that its jobs went
+# 3. runs the small configuration (tests/test_workflow_full_catalog.py's, with two scorers: one
+#    job of every rule) with --workflow-profile profiles/slurm, checks with sacct that its jobs went
 #    through Slurm and all COMPLETED, and that every table is byte-identical to a local run;
 # 4. failure: the audit jobs run again through Slurm and one of them is killed with scancel while
 #    its script runs; the workflow must fail, leave none of that job's outputs, and a rerun must
@@ -29,7 +31,7 @@ SNAKEMAKE="$VENV_BIN/snakemake"
 # the workflow runs from a snapshot of the working tree (see below): these point into it
 SNAP=""
 PROFILE=""
-DEMO_CONFIG=""
+RUN_CONFIG=""
 CLUSTER=tieaudit_test
 PARTITION=tieaudit_debug
 ACCOUNT=tieaudit_ci
@@ -234,7 +236,7 @@ NODE=$(hostname -s)
 CPUS=$(nproc)
 TOTAL_MB=$(free -m | awk '/^Mem:/ {print $2}')
 MEM_MB=$((TOTAL_MB * 9 / 10))
-# The profile asks up to 10 GB per job (sized for the paper); the demo's jobs use < 0.2 GB. On a
+# The profile asks up to 10 GB per job (sized for the paper); this test's jobs use < 0.2 GB. On a
 # smaller machine declare 24 GB anyway (slurm.conf: SlurmdParameters=config_overrides), so that
 # Slurm accepts the profile's requests instead of rejecting them.
 ((MEM_MB >= 24000)) || MEM_MB=24000
@@ -344,7 +346,7 @@ if [[ -n "${TIEAUDIT_SLURM_PAUSE:-}" ]]; then  # for poking at the cluster by ha
     until [[ -e "$TMP/resume" ]]; do sleep 1; done
 fi
 
-# --- 3. the demo through Slurm vs locally -----------------------------------------------------
+# --- 3. the small configuration through Slurm vs locally ---------------------------------------
 
 # A snapshot of the workflow and the library, so that edits made in the working tree while the
 # test runs (it takes minutes) can neither trigger reruns nor make the runs differ. The scripts
@@ -358,7 +360,17 @@ done
 find "$SNAP" -name __pycache__ -prune -exec rm -rf {} +
 export PYTHONPATH="$SNAP/src${PYTHONPATH:+:$PYTHONPATH}"
 PROFILE="$SNAP/profiles/slurm"
-DEMO_CONFIG="$SNAP/config/demo.yaml"
+# the configuration: small, generated data, yet one job of every rule of the workflow (both
+# settings, hash seeds split over two jobs, two scorers so that a failed audit job has siblings)
+RUN_CONFIG="$SNAP/config/slurm_test.yaml"
+(cd "$REPO" && "$VENV_BIN/python" - "$RUN_CONFIG" <<'PY'
+import sys, yaml
+from tests.test_workflow_full_catalog import CONFIG
+config = dict(CONFIG, scorers={s: CONFIG["scorers"][s] for s in ("attribute_overlap", "popularity")})
+with open(sys.argv[1], "w") as fh:
+    yaml.safe_dump(config, fh, sort_keys=False)
+PY
+) || fail "could not write the test configuration $RUN_CONFIG"
 imports_snapshot() {
     [[ $("$VENV_BIN/python" -c 'import tieaudit; print(tieaudit.__file__)') == "$SNAP/src/"* ]]
 }
@@ -374,7 +386,7 @@ for key, value in resources.items():
     print(f"{key}={value}")
 EOF
 )
-SLURM_ARGS=(--workflow-profile "$PROFILE" --configfile "$DEMO_CONFIG"
+SLURM_ARGS=(--workflow-profile "$PROFILE" --configfile "$RUN_CONFIG"
     --default-resources "${DEFAULT_RESOURCES[@]}"
     --slurm-init-seconds-before-status-checks 2 --seconds-between-status-checks 2)
 
@@ -412,7 +424,7 @@ same_tables() {  # same_tables DIR_A DIR_B: the same list of tables and identica
 
 STAGE=slurm-run
 RUN1="$TMP/runs/slurm"
-log "demo through Slurm into $RUN1"
+log "the small configuration through Slurm into $RUN1"
 t0=$SECONDS
 run_snakemake "$TMP/log/run-slurm.log" "${SLURM_ARGS[@]}" --directory "$RUN1" ||
     { tail -n 40 "$TMP/log/run-slurm.log"; fail "the Slurm run failed (log: $TMP/log/run-slurm.log)"; }
@@ -445,21 +457,23 @@ every_rule_used() {
     done
 }
 check "each of the rules sent to Slurm ($SLURM_RULES) has Slurm jobs" every_rule_used
+N_AUDIT=$(grep -c '|rule_audit_' "$TMP/log/sacct-run1.txt" || true)
+check "the run sent several audit jobs to Slurm ($N_AUDIT)" test "$N_AUDIT" -ge 2
 
 STAGE=local-run
 RUN_LOCAL="$TMP/runs/local"
-log "the same demo locally (--cores 2, no profile) into $RUN_LOCAL"
+log "the same configuration locally (--cores 2, no profile) into $RUN_LOCAL"
 t0=$SECONDS
 run_snakemake "$TMP/log/run-local.log" --workflow-profile none --cores 2 \
-    --configfile "$DEMO_CONFIG" --directory "$RUN_LOCAL" ||
+    --configfile "$RUN_CONFIG" --directory "$RUN_LOCAL" ||
     { tail -n 40 "$TMP/log/run-local.log"; fail "the local run failed"; }
 log "local run took $((SECONDS - t0))s"
 check "every table of the Slurm run is byte-identical to the local run" same_tables "$RUN_LOCAL" "$RUN1"
 
 # --- 4. a job killed mid-run, then a rerun -----------------------------------------------------
 
-# The finished Slurm run again, with --forcerun audit: the 12 audit jobs (2 datasets x 2
-# settings x 3 scorers) run again, and one
+# The finished Slurm run again, with --forcerun audit: its audit jobs (datasets x settings x
+# scorers, as many as the first run sent to Slurm) run again, and one
 # of them is killed while its script runs. (In place: a copy in another folder would rerun
 # everything, since the download rule's file: URLs are absolute paths of the working folder.)
 # `scancel --signal=TERM` stops the job's step (the rule's script) the way a preemption or an
@@ -526,12 +540,12 @@ RID2=$(run_id "$TMP/log/run-killed.log")
 jobs_of_run "$RID2" >"$TMP/log/sacct-run2.txt"
 log "sacct for the failed run $RID2: $(cut -d'|' -f3 "$TMP/log/sacct-run2.txt" | sort | uniq -c | xargs)"
 all_audits() {
-    [[ $(cut -d'|' -f2 "$TMP/log/sacct-run2.txt" | grep -c '^rule_audit_wildcards_') -eq 12 &&
-        $(wc -l <"$TMP/log/sacct-run2.txt") -eq 12 ]]
+    [[ $(cut -d'|' -f2 "$TMP/log/sacct-run2.txt" | grep -c '^rule_audit_wildcards_') -eq "$N_AUDIT" &&
+        $(wc -l <"$TMP/log/sacct-run2.txt") -eq "$N_AUDIT" ]]
 }
-check "--forcerun audit sent exactly the 12 audit jobs to Slurm" all_audits
+check "--forcerun audit sent exactly the $N_AUDIT audit jobs to Slurm" all_audits
 n2_ok=$(grep -c '|COMPLETED$' "$TMP/log/sacct-run2.txt" || true)
-check "the other audit jobs finished despite the failure (keep-going: $n2_ok COMPLETED)" test "$n2_ok" -eq 11
+check "the other audit jobs finished despite the failure (keep-going: $n2_ok COMPLETED)" test "$n2_ok" -eq $((N_AUDIT - 1))
 
 # mtimes of every output before the rerun
 snapshot() { (cd "$RUN2" && find results data -type f ! -path 'results/logs/*' \

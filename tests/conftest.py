@@ -1,0 +1,40 @@
+"""Fixtures shared across test modules.
+
+``demo_run``: the whole workflow on the embedded demo (``config/demo.yaml``, 2 cores), run once
+per test session into a temporary folder; every end-to-end test that only reads the demo's
+outputs takes it instead of running the pipeline again. ``make test`` runs pytest-xdist with
+``--dist loadscope``: the tests of a module run on one worker, so a module's own fixtures (the
+demo run for ``tests/test_workflow.py``, a module's pipeline run) are set up once. Keep the tests
+that read the demo run in one module: a second module taking it may run the demo again on the
+other worker.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DEMO = ROOT / "config" / "demo.yaml"
+# the results page's date (tieaudit.page.page_date): fixed, so runs write the same page
+SOURCE_DATE_EPOCH = "1767225600"
+
+
+def run_snakemake(*args: str, cwd: Path = ROOT, timeout: int = 900) -> subprocess.CompletedProcess:
+    """This checkout's workflow with ``args`` (stdout and stderr captured apart)."""
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), *args]
+    env = {**os.environ, "SOURCE_DATE_EPOCH": SOURCE_DATE_EPOCH}
+    return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env)
+
+
+@pytest.fixture(scope="session")
+def demo_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The folder of one finished demo run (``results/``, ``data/``), shared by the session."""
+    d = tmp_path_factory.mktemp("demo_run")
+    res = run_snakemake("--configfile", str(DEMO), "--directory", str(d), "--cores", "2")
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    return d
