@@ -30,7 +30,10 @@ cands = build_candidates(
     positive_position=p.positive_position,
     insufficient=p.insufficient,
 )
-log.info("%d rows x %d negatives over a catalog of %d items", len(rows), p.n_negatives, len(catalog))
+short_of = (f" (evaluation.n_rows asks for {p.n_rows}: only {len(heldout)} users have a held-out "
+            "item)" if p.n_rows is not None and p.n_rows > len(heldout) else "")  # fmt: skip
+log.info("%d rows%s x %d negatives over a catalog of %d items", len(rows), short_of,
+         p.n_negatives, len(catalog))  # fmt: skip
 if p.insufficient == "truncate":
     short = int((cands.groupby("row", sort=False).size() <= p.n_negatives).sum())
     log.info("%d row(s) kept with fewer negatives (insufficient_negatives: truncate)", short)

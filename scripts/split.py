@@ -19,6 +19,9 @@ else:
     inter = read_parquet(path)
 split = leave_last_out(inter)
 del inter
-log.info("history %d interactions, held out %d users", len(split.history), len(split.heldout))
+cold = int(split.cold_start().sum())
+log.info("history %d interactions, held out %d users, %d of them (%.1f%%) with no history "
+         "(cold start)", len(split.history), len(split.heldout), cold,
+         100 * cold / max(len(split.heldout), 1))  # fmt: skip
 write_table(split.history, snakemake.output.history)  # noqa: F821
 write_table(split.heldout, snakemake.output.heldout)  # noqa: F821

@@ -26,6 +26,7 @@ from tieaudit.audit import (
     invariance,
     permutation_names,
     permute_within_rows,
+    tie_diagnostics,
 )
 from tieaudit.testing import candidate_frames
 
@@ -417,6 +418,33 @@ def test_diagnostics_by_hand(make):
     assert set(got) == set(want)
     for key, value in want.items():
         assert got[key] == pytest.approx(value, rel=1e-12, abs=1e-15), key
+
+
+def test_cold_start_share_of_rows():
+    """Rows whose user has no history: given the users that have some, a diagnostics line (after
+    the storage shares); unknown without them, and no line."""
+    ev = evaluate(interleaved_diag_table(), DIAG_MEASURES, ["expected"], n_seeds=1)
+    assert "share_rows_cold_start" not in set(diagnostics(ev)["diagnostic"])
+    d = tie_diagnostics(ev, ["ub", "someone_else"])  # ua and uc have none
+    assert d.share_rows_cold_start == pytest.approx(2 / 3)
+    frame_ = d.to_frame()
+    names = list(frame_["diagnostic"])
+    assert names.index("share_rows_cold_start") == names.index("share_positive_strictly_first") + 1
+    assert tie_diagnostics(ev, []).share_rows_cold_start == 1.0
+    res = audit(diag_table(), DIAG_MEASURES, ["expected"], n_seeds=1, n_permutations=0,
+                headline=["HR@1"], users_with_history=["ua", "ub", "uc"])  # fmt: skip
+    assert diag_dict(res.diagnostics)[("share_rows_cold_start", "")] == 0.0
+
+
+def test_checklist_says_when_fewer_rows_than_asked():
+    def head(requested):
+        res = audit(diag_table(), DIAG_MEASURES, ["expected"], n_seeds=1, n_permutations=0,
+                    headline=["HR@1"], requested_rows=requested)  # fmt: skip
+        return res.checklist.split("\n")[2]
+
+    assert head(1_000).startswith(
+        "3 evaluation rows (1,000 asked for: only 3 users have a held-out item), 11 candidates")
+    assert head(3).startswith("3 evaluation rows, 11 candidates") and head(None) == head(3)
 
 
 def test_straddle_definition_on_boundaries():

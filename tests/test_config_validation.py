@@ -78,6 +78,8 @@ def test_valid_config_dry_runs_with_the_spellings_the_library_accepts(tmp_path: 
         reported_rule="Expected",
         insufficient_negatives="truncate",
     )
+    # x and x_full without the full catalogue: no figure name is both's
+    cfg["datasets"]["mini_full"] = cfg["datasets"]["mini"]
     cfg["scorers"]["recency.v2"] = {
         "scorer": "examples/my_scorer.py:RecencyAttributeScorer",
         "options": {"half_life_days": 10},
@@ -120,7 +122,15 @@ def test_every_broken_key_is_named_at_once(tmp_path: Path) -> None:
     )
     for name in ("../../../x", "a/b", ".hidden", "with space", "paper", "logs"):
         cfg["datasets"][name] = cfg["datasets"]["mini"]
-    cfg["run"] = ["mini", "elsewhere"]
+    for name in ("x", "x_full", 123):  # x_full_rules: x's full-catalogue figure, x_full's rules
+        cfg["datasets"][name] = cfg["datasets"]["mini"]
+    cfg["datasets"]["braces"] = copy.deepcopy(MINI)
+    del cfg["datasets"]["braces"]["synthetic"]
+    cfg["datasets"]["braces"]["files"] = {
+        k: {"url": f"file:data/{{dataset}}/{k}.csv"} for k in MINI["files"]}  # fmt: skip
+    cfg["run"] = ["mini", "elsewhere", "x", "x_full", "braces"]
+    cfg["scorers"][7] = {"scorer": "popularity"}
+    cfg["scorers"]["angled"] = {"scorer": "examples/<mine>.py:RecencyAttributeScorer"}
     cfg["scorers"]["a/b"] = {"scorer": "popularity"}
     cfg["scorers"]["shell"] = {"scorer": "subprocess:run", "options": {"args": ["true"]}}
     cfg["scorers"]["typo"] = {"scorer": "popularty"}
@@ -130,9 +140,8 @@ def test_every_broken_key_is_named_at_once(tmp_path: Path) -> None:
     cfg["scorers"]["noclass"] = {"scorer": "examples/my_scorer.py:NoSuchScorer"}
     cfg["paper"] = {"reference": "config/no_such_reference.yaml"}
     (tmp_path / "examples").mkdir()
-    (tmp_path / "examples" / "my_scorer.py").write_text(
-        (ROOT / "examples" / "my_scorer.py").read_text()
-    )
+    for name in ("my_scorer.py", "<mine>.py"):
+        (tmp_path / "examples" / name).write_text((ROOT / "examples" / "my_scorer.py").read_text())
     out = dry_run_fails(tmp_path, cfg)
     expected = [
         "config: datasets: '../../../x' cannot be a dataset name",
@@ -157,6 +166,12 @@ def test_every_broken_key_is_named_at_once(tmp_path: Path) -> None:
         "config: scorers.nofile: scorer file 'no/such/file.py' does not exist",
         "config: scorers.noclass: module 'examples/my_scorer.py' has no attribute 'NoSuchScorer'",
         "config: paper.reference: no file",
+        "config: datasets: 'x' and 'x_full' cannot be run together: "
+        "results/paper/figures/x_full_rules.* would be a figure of both",
+        "config: datasets: 123 cannot be a dataset name: YAML reads it as a value of type int",
+        "config: scorers: 7 cannot be a scorer name: YAML reads it as a value of type int",
+        "config: datasets.braces.files.interactions.url: the local file of 'data/{dataset}/",
+        "config: scorers.angled.scorer: the scorer file 'examples/<mine>.py' has '{', '}', '<'",
     ]
     missing = [e for e in expected if e not in out]
     assert not missing, (missing, out[-4000:])

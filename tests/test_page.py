@@ -381,3 +381,19 @@ def test_chromium_is_found_where_ci_installs_it() -> None:
     if shutil.which("chromium") is None:
         pytest.skip(browser_missing() or "chromium not on PATH")
     assert Path(CHROMIUM).exists()
+
+
+def test_checklists_are_filed_by_exact_dataset_name(tmp_path: Path) -> None:
+    """Datasets ``a`` and ``a2``: each section holds its own checklists only ("a" is a substring
+    of every heading, and of ``a2``)."""
+    paper = tmp_path / "results" / "paper"
+    inp = write_paper_dir(paper, ("a", "a2"))
+    atomic_write_text(paper / "checklist.md", CHECKLIST_MD.replace(": d1 /", ": a /").replace(
+        ": d2 /", ": a2 /") + "\n## Tie-handling report: a2 / few_ties (full catalogue)\n\n- [x] ok\n")
+    text = results_page(inp)
+    own = dict(re.findall(r'<h2 id="ds-([^"]+)">(.*?)(?=<h2 )', text, flags=re.S))
+    headings = {d: re.findall(r"<summary>Tie-handling report: (.*?)</summary>", own[d])
+                for d in ("a", "a2")}  # fmt: skip
+    assert headings == {"a": ["a / ties_first"],
+                        "a2": ["a2 / ties_first", "a2 / few_ties (full catalogue)"]}  # fmt: skip
+    assert "Other checklists" not in text

@@ -2,7 +2,8 @@
 
 A tiny generated configuration (two datasets, one scorer) runs twice in a temporary folder: with
 both datasets, then with `run: [mini_a]`. results/paper/ must then hold exactly the second run's
-tables and figures. The report step must print no unawaited-coroutine warnings, and after a
+tables and figures, and the files a user put there in between (the pipeline removes only what its
+earlier manifest lists). The report step must print no unawaited-coroutine warnings, and after a
 `kill -9` of Snakemake the README's troubleshooting advice (`--unlock`) must let the rerun go.
 """
 
@@ -49,6 +50,8 @@ CONFIG = {
     "scorers": {"popularity": {"scorer": "popularity", "options": {}}},
 }
 ONLY_A = ["--config", "run=[mini_a]"]
+# a user's files in results/paper/ between the two runs (a copy of a table edited by hand)
+USER_FILES = {"notes.md": "my notes\n", "mine/table_mini_b.tex": "% edited\n"}
 
 
 def snakemake_cmd(d: Path, *args: str) -> list[str]:
@@ -85,6 +88,9 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, set[str]]:
     first = snakemake(d, "--cores", "2")
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
     after_first = paper_files(d)
+    for name, text in USER_FILES.items():  # the pipeline never wrote these: they stay
+        (d / "results" / "paper" / name).parent.mkdir(parents=True, exist_ok=True)
+        (d / "results" / "paper" / name).write_text(text)
     second = snakemake(d, "--cores", "2", *ONLY_A)
     assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-3000:]
     return d, after_first
@@ -93,11 +99,15 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, set[str]]:
 def test_results_paper_holds_only_the_last_runs_outputs(runs: tuple[Path, set[str]]) -> None:
     d, after_first = runs
     assert {f for f in after_first if "mini_b" in f}  # the first run wrote mini_b's outputs
-    left = paper_files(d)
+    paper = d / "results" / "paper"
+    left = paper_files(d) - set(USER_FILES)
     assert not {f for f in left if "mini_b" in f}, sorted(left)  # the second run's are not
     assert after_first == expected_files(["mini_a", "mini_b"])
     assert left == expected_files(["mini_a"])
-    paper = d / "results" / "paper"
+    for name, text in USER_FILES.items():
+        assert (paper / name).read_text() == text, name
+    log = (d / "results" / "logs" / "paper_manifest.log").read_text()
+    assert "left results/paper/notes.md in place: not written by the pipeline" in log, log
     listed = (paper / "MANIFEST.txt").read_text().splitlines()
     assert listed == sorted(expected_files(["mini_a"]) - {"MANIFEST.txt"})
     for name in ("compare.md", "ties_invariance.csv", "checklist.md"):
@@ -142,4 +152,4 @@ def test_readme_unlock_advice_recovers_a_killed_run(runs: tuple[Path, set[str]])
     assert unlock.returncode == 0, unlock.stderr[-3000:]
     rerun = snakemake(d, "--cores", "1", *ONLY_A)
     assert rerun.returncode == 0, rerun.stderr[-3000:]
-    assert paper_files(d) == expected_files(["mini_a"])
+    assert paper_files(d) == expected_files(["mini_a"]) | set(USER_FILES)

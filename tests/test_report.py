@@ -211,18 +211,28 @@ def test_reference_file_errors_name_the_file_and_entry(tmp_path, edit, message) 
         load_reference(path)
 
 
-def test_prune_folder_keeps_exactly_the_listed_files(tmp_path, monkeypatch) -> None:
+def test_prune_folder_removes_only_what_an_earlier_run_wrote(tmp_path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)  # the workflow passes paths relative to its working directory
     paper = Path("results/paper")
     for name in ("table_a.csv", "table_old.csv", "figures/a_rules.png", "figures/old_rules.png",
-                 "old/only.md", ".table_a.csv.x1.tmp"):  # fmt: skip
+                 "old/only.md", ".table_a.csv.x1.tmp", "notes.txt", "table_a.tex",
+                 "mine/draft.tex", "../elsewhere.txt"):  # fmt: skip
         (paper / name).parent.mkdir(parents=True, exist_ok=True)
         (paper / name).write_text(name)
     keep = ["results/paper/table_a.csv", "results/./paper/figures/a_rules.png",
             "results/paper/never_written.md"]  # fmt: skip
-    kept, removed = prune_folder("results/paper", keep)
+    # the earlier run's manifest: its outputs (table_a.tex is one no longer written)
+    written = ["table_a.csv", "table_old.csv", "figures/a_rules.png", "figures/old_rules.png",
+               "old/only.md", "table_a.tex", "../elsewhere.txt", "/etc/hostname"]  # fmt: skip
+    kept, removed, foreign = prune_folder("results/paper", keep, written)
     assert kept == [paper / "figures/a_rules.png", paper / "table_a.csv"]
     assert removed == sorted(paper / n for n in ("table_old.csv", "figures/old_rules.png",
-                                                 "old/only.md", ".table_a.csv.x1.tmp"))  # fmt: skip
+                                                 "old/only.md", "table_a.tex"))  # fmt: skip
+    assert foreign == sorted(paper / n for n in (".table_a.csv.x1.tmp", "notes.txt",
+                                                 "mine/draft.tex"))  # fmt: skip
     left = sorted(p.relative_to(paper).as_posix() for p in paper.rglob("*"))
-    assert left == ["figures", "figures/a_rules.png", "table_a.csv"]  # emptied folder removed
+    assert left == [".table_a.csv.x1.tmp", "figures", "figures/a_rules.png", "mine",
+                    "mine/draft.tex", "notes.txt", "table_a.csv"]  # emptied folder removed
+    assert Path("results/elsewhere.txt").is_file()  # a manifest line never leaves the folder
+    # no earlier manifest: nothing is removed
+    assert prune_folder("results/paper", keep)[1] == []

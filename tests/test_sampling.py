@@ -265,6 +265,19 @@ def test_sample_rows_basic_and_seeded(data):
         sample_rows(pd.concat([heldout, heldout.iloc[:1]]), 5, seed=0)
 
 
+def test_sample_rows_says_when_n_rows_is_more_than_the_users(data, caplog):
+    _, heldout = data
+    n = len(heldout)
+    with caplog.at_level("WARNING", logger="tieaudit.sampling"):
+        sample_rows(heldout, n, seed=1)
+        sample_rows(heldout, None, seed=1)
+        assert caplog.records == []  # exactly all, or all asked for: nothing to say
+        sample_rows(heldout, n + 5, seed=1)
+    assert [r.getMessage() for r in caplog.records] == [
+        f"n_rows {n + 5} asks for more rows than the {n} users with a held-out item: all {n} taken"
+    ]
+
+
 def test_sample_rows_is_uniform():
     heldout = pd.DataFrame({"user_id": [f"u{k}" for k in range(10)], "item_id": "x"})
     hits = pd.Series(0, index=heldout["user_id"])

@@ -133,3 +133,16 @@ def test_item_popularity_counts_history_only():
     assert pop.to_dict() == {"i1": 2, "i2": 1}  # i3 only held out -> absent (popularity 0)
     assert pop.dtype == np.int64
     assert item_popularity(frame([("a", "x", 1.0, 1), ("b", "x", 1.0, 1)])).to_dict() == {"x": 2}
+
+
+def test_cold_start_rows_are_the_heldout_users_without_history():
+    df = frame(
+        [("a", "i1", 5.0, 1), ("a", "i2", 4.0, 2), ("b", "i3", 3.0, 3), ("c", "i1", 2.0, 4),
+         ("d", "i2", 1.0, 5)],
+        split=["train", "test", "test", "valid", "test"],
+    )  # fmt: skip
+    s = leave_last_out(df)
+    assert pairs(s.heldout) == [("a", "i2"), ("b", "i3"), ("d", "i2")]
+    assert s.cold_start().tolist() == [False, True, True]  # b and d: a test row only
+    # by time a held-out user always has history (a single interaction is never held out)
+    assert not leave_last_out(df, use_split_column=False).cold_start().any()

@@ -29,6 +29,11 @@ Tie diagnostics
     ``share_rows_with_several_relevant`` (stored relevant lines) and
     ``rows_without_stored_relevant`` (rows whose relevant items were all left unstored, e.g. a TREC
     query that retrieved none).
+
+    Given the users that have history (``users_with_history``), the diagnostics also give
+    ``share_rows_cold_start``: the share of rows whose user has none (a held-out item with no
+    other interaction, as in a benchmark split's test-only users), rows on which a scorer that
+    learns from history can only tie.
 """
 
 from __future__ import annotations
@@ -150,7 +155,9 @@ class Diagnostics:
     the storage shares are taken among: ``"row"``, or ``"tie group"`` (a summary table, whose
     full rows are never stored). ``straddles`` maps each cutoff ``k`` to the share of rows whose
     tie group straddles it, ``gap`` each measure to the optimistic - pessimistic gap of its mean,
-    ``tie_sizes`` each tie-group size ``t`` at the relevant item to its number of rows.
+    ``tie_sizes`` each tie-group size ``t`` at the relevant item to its number of rows,
+    ``share_rows_cold_start`` the share of rows whose user has no history (``None``, and no
+    line, when the users with history were not given).
     """
 
     rows: int
@@ -171,6 +178,7 @@ class Diagnostics:
     straddles: dict[int, float]
     gap: dict[Measure, float]
     tie_sizes: dict[int, int]
+    share_rows_cold_start: float | None = None
 
     def to_frame(self) -> pd.DataFrame:
         """The long table ``diagnostic, key, value`` (``diagnostics.csv``)."""
@@ -191,9 +199,15 @@ def _mean(x: np.ndarray) -> float:
     return float(x.mean()) if len(x) else 0.0
 
 
-def tie_diagnostics(ev: Evaluation) -> Diagnostics:
-    """Tie diagnostics of an evaluation's table, typed (see :class:`Diagnostics`)."""
+def tie_diagnostics(ev: Evaluation, users_with_history: Iterable[str] | None = None
+                    ) -> Diagnostics:  # fmt: skip
+    """Tie diagnostics of an evaluation's table, typed (see :class:`Diagnostics`); with
+    ``users_with_history``, also the share of cold-start rows."""
     ts, table = ev.structure, ev.table
+    cold = None
+    if users_with_history is not None:
+        row_users = pd.Index(table.user_ids[table.row_user], dtype=object)
+        cold = _mean(~row_users.isin(np.asarray(users_with_history, dtype=object)))
     w = ts.n_rows
     has = ts.first >= 0
     best = ts.first[has]  # each row's best relevant item (rows with one stored)
@@ -232,6 +246,7 @@ def tie_diagnostics(ev: Evaluation) -> Diagnostics:
         straddles=straddles,
         gap={m: float((high[m] - low[m]).mean()) for m in ev.measures},
         tie_sizes={int(s): int(c) for s, c in zip(sizes, counts, strict=True)},
+        share_rows_cold_start=cold,
     )
 
 
@@ -244,6 +259,13 @@ def _pct(x: float) -> str:
     return f"{100 * x:.1f}%"
 
 
+def _short_of(requested: int | None, rows: int) -> str:
+    """`` (N asked for: only M users have a held-out item)`` when fewer rows than asked."""
+    if requested is None or requested <= rows:
+        return ""
+    return f" ({requested:,} asked for: only {rows:,} users have a held-out item)"
+
+
 def checklist(
     ev: Evaluation,
     diag: Diagnostics,
@@ -253,9 +275,11 @@ def checklist(
     reported_rule: str = "expected",
     permutation_seed: int = 0,
     title: str | None = None,
+    requested_rows: int | None = None,
 ) -> str:
     """A Markdown reporting checklist filled in from the evaluation, its diagnostics
-    (:func:`tie_diagnostics`) and invariance."""
+    (:func:`tie_diagnostics`) and invariance; ``requested_rows`` (the rows the run asked for)
+    is named when the table has fewer."""
     summary = ev.summary()
     heads = [parse_measure(h) for h in headline if parse_measure(h) in ev.measures]
     if not heads:
@@ -277,7 +301,7 @@ def checklist(
     tied = diag.share_positive_tied
     lines = [f"# Tie-handling report: {title or ev.table.source}", ""]
     lines += [
-        f"{w:,} evaluation rows, {diag.candidates:,} candidates "
+        f"{w:,} evaluation rows{_short_of(requested_rows, w)}, {diag.candidates:,} candidates "
         f"({diag.mean_candidates_per_row:.1f} a row). "
         "Scores and candidates held fixed; only the tie rule changes.",
         "",
@@ -428,15 +452,19 @@ def audit(
     headline: Sequence[str | Measure] = ("nDCG@10", "HR@10"),
     reported_rule: str = "expected",
     title: str | None = None,
+    users_with_history: Iterable[str] | None = None,
+    requested_rows: int | None = None,
 ) -> AuditResult:
-    """Evaluate, check invariance, compute diagnostics and fill in the checklist."""
+    """Evaluate, check invariance, compute diagnostics and fill in the checklist;
+    ``users_with_history`` adds the share of cold-start rows to the diagnostics,
+    ``requested_rows`` (the rows the run asked for) is named in the checklist when fewer."""
     table = as_table(data)
     ms = parse_measures(measures if measures is not None else DEFAULT_MEASURES)
     rs = parse_rules(rules if rules is not None else DEFAULT_RULES)
     ev = evaluate(table, ms, rs, n_seeds=n_seeds, rank_cap=None)
     inv = invariance(table, ms, rs, n_permutations=n_permutations, seed=seed, n_seeds=n_seeds,
                      base=ev)  # fmt: skip
-    diag = tie_diagnostics(ev)
+    diag = tie_diagnostics(ev, users_with_history)
     text = checklist(ev, diag, inv, headline=headline, reported_rule=reported_rule,
-                     permutation_seed=seed, title=title)  # fmt: skip
+                     permutation_seed=seed, title=title, requested_rows=requested_rows)  # fmt: skip
     return AuditResult(ev, inv, diag.to_frame(), text, diag)

@@ -277,6 +277,14 @@ def _verdict_lines(compare_md: str, dataset: str) -> list[tuple[bool, bool, str]
     return out
 
 
+def _checklist_dataset(heading: str) -> str | None:
+    """The dataset a checklist heading of checklist.md is about (``Tie-handling report: {dataset}
+    / {scorer}``, see :func:`tieaudit.audit.checklist`); None for another heading. A dataset name
+    is one folder name (no ``/``, no space), so the part before `` / `` is the whole name."""
+    m = re.match(r"Tie-handling report: (\S+) / ", heading)
+    return m.group(1) if m else None
+
+
 def _badge(ok: bool, text: str | None = None) -> str:
     text = text if text is not None else ("✓ pass" if ok else "✗ fail")
     return f'<span class="badge {"pass" if ok else "fail"}">{html.escape(text)}</span>'
@@ -351,7 +359,7 @@ def results_page(inp: PageInputs) -> str:
                             + f"<figcaption>{html.escape(caption)}</figcaption></figure>")  # fmt: skip
         if figs:
             body.append("<h3>Figures</h3>" + "".join(figs))
-        mine = [h for h in checklists if d in h]
+        mine = [h for h in checklists if _checklist_dataset(h) == d]
         used.update(mine)
         if mine:
             body.append("<h3>Reporting checklists</h3>")

@@ -53,6 +53,7 @@ __all__ = [
     "frame_to_latex",
     "load_reference",
     "prune_folder",
+    "read_manifest",
     "PATTERNS",
     "Tolerances",
 ]
@@ -405,23 +406,40 @@ def combined_checklist(paths: Sequence[str | Path], keys: Sequence[Key]) -> str:
     return "\n".join(parts)
 
 
-def prune_folder(folder: str | Path, keep: Sequence[str | Path]) -> tuple[list[Path], list[Path]]:
-    """Remove every file under ``folder`` that is not in ``keep`` (and the folders that leaves
-    empty); return the kept files that exist and the removed ones, each sorted. ``keep`` paths
-    are taken as the same relative or absolute paths as ``folder``."""
+def prune_folder(folder: str | Path, keep: Sequence[str | Path], written: Sequence[str] = ()
+                 ) -> tuple[list[Path], list[Path], list[Path]]:  # fmt: skip
+    """Remove the files under ``folder`` that an earlier run wrote (``written``: the lines of
+    its manifest, paths relative to ``folder``) and that are not in ``keep`` this time, and the
+    folders that leaves empty. Every other file (a user's notes, a hand-edited copy) stays.
+    Return the kept files that exist, the removed ones and the ones left that no run wrote, each
+    sorted. ``keep`` paths are taken as the same relative or absolute paths as ``folder``; a
+    ``written`` line that leaves the folder (``..``, absolute) removes nothing."""
     root = Path(folder)
     wanted = {Path(os.path.normpath(p)) for p in keep}
-    kept, removed = [], []
+    ours = {Path(os.path.normpath(root / w)) for w in written
+            if w and not Path(w).is_absolute() and ".." not in Path(w).parts}  # fmt: skip
+    kept, removed, foreign = [], [], []
     for path in sorted(p for p in root.rglob("*") if not p.is_dir()):
-        if Path(os.path.normpath(path)) in wanted:
+        norm = Path(os.path.normpath(path))
+        if norm in wanted:
             kept.append(path)
-        else:
+        elif norm in ours:
             path.unlink()
             removed.append(path)
-    for sub in sorted((p for p in root.rglob("*") if p.is_dir()), reverse=True):
-        if not any(sub.iterdir()):
+        else:
+            foreign.append(path)
+    for path in removed:
+        for sub in path.parents:
+            if sub == root or not sub.is_relative_to(root) or any(sub.iterdir()):
+                break
             sub.rmdir()
-    return kept, removed
+    return kept, removed, foreign
+
+
+def read_manifest(path: str | Path) -> list[str]:
+    """The lines of a manifest written by :func:`prune_folder`'s caller (none when it is absent)."""
+    path = Path(path)
+    return path.read_text(encoding="utf-8").splitlines() if path.is_file() else []
 
 
 _VALUE_KEYS = ("dataset", "scorer", "metric", "rule", "value")

@@ -49,6 +49,7 @@ items as negatives (possibly none) — shorter rows, which the evaluation core a
 
 from __future__ import annotations
 
+import logging
 from typing import Literal
 
 import numpy as np
@@ -57,6 +58,8 @@ import pyarrow as pa
 
 from tieaudit.seeds import make_rng, make_seed
 from tieaudit._arrays import sorted_unique
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "sample_rows",
@@ -104,6 +107,9 @@ def sample_rows(heldout: pd.DataFrame, n_rows: int | None, seed: int) -> pd.Data
     order = np.argsort(users.astype(str), kind="stable")
     n = len(users)
     if n_rows is None or n_rows >= n:
+        if n_rows is not None and n_rows > n:
+            log.warning("n_rows %d asks for more rows than the %d users with a held-out item: "
+                        "all %d taken", n_rows, n, n)  # fmt: skip
         chosen = order
     else:
         pick = make_rng(seed, "sample_rows").choice(n, size=int(n_rows), replace=False)

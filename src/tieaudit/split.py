@@ -49,6 +49,12 @@ class Split:
     history: pd.DataFrame
     heldout: pd.DataFrame
 
+    def cold_start(self) -> np.ndarray:
+        """Which held-out rows have no history (a user whose every other interaction is absent,
+        e.g. a benchmark 'test' row without 'train' or 'valid' rows): a bool per ``heldout`` row.
+        A scorer that learns from history knows nothing of such a user."""
+        return ~self.heldout["user_id"].isin(self.history["user_id"]).to_numpy(dtype=bool)
+
     def item_popularity(self) -> pd.Series:
         """:func:`item_popularity` of ``history``."""
         return item_popularity(self.history)

@@ -168,6 +168,91 @@ def test_amazon_details_key_with_space_and_numbers(amazon: dict[str, Path],
                              ("B0ITEM0001", "details.unit count=2")]
 
 
+def test_amazon_split_details_values(tmp_path: Path, amazon: dict[str, Path],
+                                     out: tuple[Path, Path]) -> None:
+    """A multi-valued details field is one comma-joined string in the real files: a spec with
+    ``split`` makes one attribute of each part; without it the string stays whole."""
+    records = [meta("A1", details={"Item Form": "Cream,Gel", "Scent": "Rose, Vanilla"}),
+               meta("A2", details={"Item Form": "Stick, Pencil,  ,Powder", "Scent": ["Rose"]}),
+               meta("A3", details={"Item Form": "cream", "Scent": 7})]  # fmt: skip
+    write_gz(amazon["meta"], jsonl(*records))
+    ingest("amazon2023", amazon, *out, attributes=[{"details.Item Form": {"split": ","}},
+                                                   "details.Scent"])  # fmt: skip
+    assert pairs(out[1]) == [
+        ("A1", "details.item form=cream"), ("A1", "details.item form=gel"),
+        ("A1", "details.scent=rose, vanilla"),  # not split: one attribute
+        ("A2", "details.item form=pencil"), ("A2", "details.item form=powder"),
+        ("A2", "details.item form=stick"), ("A2", "details.scent=rose"),
+        ("A3", "details.item form=cream"), ("A3", "details.scent=7"),
+    ]  # fmt: skip
+    ingest("amazon2023", amazon, *out, attributes=[{"details.Scent": {"split": ","}}])
+    assert [a for _, a in pairs(out[1])] == ["details.scent=rose", "details.scent=vanilla",
+                                             "details.scent=rose", "details.scent=7"]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ({"details.Item Form": {"split": ""}}, "split must be a separator string"),
+        ({"details.Item Form": {"split": " "}}, "split must be a separator string"),
+        ({"details.Item Form": {"spilt": ","}}, "unknown setting 'spilt'; known: split"),
+        ({"details.Item Form": ","}, "settings must be a mapping of split"),
+        ({"details.Brand": {"split": ","}, "store": {"split": ","}}, "a mapping names one field"),
+        ({"title": {"split": ","}}, "unknown attribute field 'title'"),
+    ],
+)  # fmt: skip
+def test_amazon_split_settings_are_checked(amazon: dict[str, Path], out: tuple[Path, Path],
+                                           spec: dict, message: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(message)):
+        ingest("amazon2023", amazon, *out, attributes=["store", spec])
+    with pytest.raises(ValueError, match="given twice with different settings"):
+        ingest("amazon2023", amazon, *out, attributes=[
+            "details.Brand", {"details.Brand": {"split": ","}}])  # fmt: skip
+    assert not out[0].exists()
+
+
+def test_amazon_fields_without_values_are_named(amazon: dict[str, Path], out: tuple[Path, Path],
+                                                caplog: pytest.LogCaptureFixture) -> None:
+    records = [meta("C1", store="S", details={"Number Of Discs": "2", "Label": "x"}),
+               meta("C2", details={"Number of Discs": 1, "Brand Name": "y"})]  # fmt: skip
+    write_gz(amazon["meta"], jsonl(*records))
+    caplog.set_level("INFO", logger="tieaudit")
+    ingest("amazon2023", amazon, *out,
+           attributes=["store", "details.Brand", "details.number of discs", "details.Item Form"])
+    text = caplog.text
+    assert "attribute field 'store': a value in 1 of 2 records" in text
+    assert "attribute field 'details.Brand': a value in 0 of 2 records" in text
+    warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warned) == 3, warned
+    assert ("attribute field 'details.number of discs' (nearest details keys: 'Number Of Discs', "
+            "'Number of Discs') gives no value in any of the 2 records") in warned[1]
+    assert "'details.Brand' (nearest details keys: 'Brand Name')" in warned[0]
+    assert "'details.Item Form' (no details key is close" in warned[2]
+    # every field misses: an error naming each, nothing written
+    records = [dict(r, main_category=None) for r in records]
+    write_gz(amazon["meta"], jsonl(*records))
+    with pytest.raises(IngestError, match=r"no attribute field gives a value in any of the 2 "
+                       r"records: 'details\.Brand' \(nearest details keys: 'Brand Name'\); "
+                       r"'main_category'"):  # fmt: skip
+        ingest("amazon2023", amazon, *out, attributes=["details.Brand", "main_category"])
+    assert not out[0].exists() and not out[1].exists()
+
+
+@pytest.mark.parametrize("asin", [" ", "\t \u00a0"])
+def test_amazon_whitespace_parent_asin_is_refused(amazon: dict[str, Path], out: tuple[Path, Path],
+                                                  asin: str) -> None:
+    good = json.dumps(meta("B0ITEM0001", store="S"))
+    write_gz(amazon["meta"], jsonl(good, meta(asin, store="T")))
+    with pytest.raises(IngestError, match=r"jsonl\.gz, line 2: field 'parent_asin' is "
+                       "whitespace only"):  # fmt: skip
+        ingest("amazon2023", amazon, *out, attributes=["store"])
+    write_gz(amazon["train"], AMAZON_HEADER + f"\nAUSER1,{asin},5.0,1588615855070,\n")
+    write_gz(amazon["meta"], jsonl(good))
+    with pytest.raises(IngestError, match=r"train\.csv\.gz, line 2: column 'parent_asin' is "
+                       "whitespace only"):  # fmt: skip
+        ingest("amazon2023", amazon, *out, attributes=["store"])
+
+
 @pytest.mark.parametrize("spec", ["brand", "details.", "Store", "details", "title", "categories.x"])
 def test_unknown_attribute_field_lists_valid_forms(amazon: dict[str, Path], out: tuple[Path, Path],
                                                    spec: str) -> None:

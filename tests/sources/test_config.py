@@ -21,6 +21,8 @@ def test_every_broken_source_key_is_named_at_once(tmp_path: Path) -> None:
         "amazon": {"source": "amazon2023", "files": {"meta": zip_file, "reviews": zip_file,
                                                      "test": zip_file}},
         "other": {"source": "movielen", "files": {"zip": zip_file}},
+        "split": {"source": "amazon2023", "files": {"meta": zip_file, "reviews": zip_file},
+                  "options": {"attributes": ["store", {"details.Item Form": {"spilt": ","}}]}},
         "gen": {**copy.deepcopy(mini), "synthetic": {"generator": "generic", "scale": 10, "seed": 1,
                                                     "options": {"n_item": 5}}},
         "gen2": {**copy.deepcopy(mini), "synthetic": {"generator": "netflix", "scale": 10,
@@ -39,6 +41,8 @@ def test_every_broken_source_key_is_named_at_once(tmp_path: Path) -> None:
         "config: datasets.amazon.files: give either the benchmark files (train, valid, test) or "
         "reviews, not both",
         "config: datasets.amazon.options: amazon2023 needs attributes=[...]",
+        "config: datasets.split.options: attribute field 'details.Item Form': unknown setting "
+        "'spilt'; known: split",
         "config: datasets.other.source: unknown source 'movielen'; choose one of ['amazon2023', ",
         "config: datasets.gen.synthetic.options: unknown option 'n_item' for generator generic; "
         "expected: n_items",

@@ -86,6 +86,72 @@ def check_sources(config, errors):
                 )
 
 
+def file_name(key, entry):
+    """The name a download is stored under: the last part of its URL path (its extension tells
+    the parsers the format), or the logical key when the URL path ends in '/'."""
+    return Path(urlparse(entry["url"]).path or entry["url"][5:]).name or key
+
+
+def local_file(url):
+    """The file a `file:` URL names (relative when it lies in the working directory), or None."""
+    parts = urlparse(url)
+    if parts.scheme.lower() != "file":
+        return None
+    return str(in_workdir(url2pathname(parts.path)))
+
+
+# Snakemake reads '{...}' in a file path as a wildcard and '<...>' as a path variable.
+PATH_PATTERN = re.compile(r"[{}<>]")
+
+
+def check_paths(config, errors):
+    """Every path the workflow makes a rule's input or output from the config (a file's stored
+    name, a `file:` URL's local file, a user scorer's file, the reference file) is taken
+    literally by Snakemake only without '{', '}', '<' and '>': an error line for each other.
+    """
+
+    def check(key, text, what):
+        if text and PATH_PATTERN.search(str(text)):
+            errors.append(
+                f"config: {key}: {what} {str(text)!r} has '{{', '}}', '<' or '>', which "
+                "Snakemake reads as a wildcard or a path variable in a file name: rename it"
+            )
+
+    for name, entry in config["datasets"].items():
+        for key, file in entry["files"].items():
+            where = f"datasets.{name}.files.{key}.url"
+            check(where, local_file(file["url"]), "the local file of")
+            check(where, file_name(key, file), "the stored name of the download")
+    for name, entry in config["scorers"].items():
+        source, _, _ = entry["scorer"].rpartition(":")
+        if source.endswith(".py"):
+            check(f"scorers.{name}.scorer", source, "the scorer file")
+    check("paper.reference", config["paper"]["reference"], "the file")
+
+
+def figure_kinds(full):
+    """The figures of a dataset, results/paper/figures/{dataset}_{kind}.{ext} (rules figures
+    and figures_full write them): rules one column wide (3.3 in), rules_wide both (6.8 in).
+    """
+    return ["rules", "rules_wide", "tie_sizes"] + (["full_rules"] if full else [])
+
+
+def check_figure_names(config, errors):
+    """No figure file is two datasets' ('x' and 'x_full' with the full catalogue: x_full_rules
+    is the full-catalogue figure of x and the rules figure of x_full)."""
+    owner = {}
+    kinds = figure_kinds("full" in config["evaluation"]["candidates"])
+    for name in list(config["run"]) or list(config["datasets"]):
+        for kind in kinds:
+            other = owner.setdefault(f"{name}_{kind}", name)
+            if other != name:
+                errors.append(
+                    f"config: datasets: {other!r} and {name!r} cannot be run together: "
+                    f"results/paper/figures/{name}_{kind}.* would be a figure of both; "
+                    "rename one"
+                )
+
+
 def check_config(config):
     """The checks the schema cannot express, before any job runs: every error (each naming its
     key) is raised at once. Measures and tie rules are parsed by the library and rewritten in
@@ -94,7 +160,12 @@ def check_config(config):
     ev = config["evaluation"]
     for key, kind in (("datasets", "dataset"), ("scorers", "scorer")):
         for name in config[key]:
-            if not NAME.fullmatch(str(name)):
+            if not isinstance(name, str):
+                errors.append(
+                    f"config: {key}: {name!r} cannot be a {kind} name: YAML reads it as a "
+                    f'value of type {type(name).__name__}, not a string; quote it ("{name}")'
+                )
+            elif not NAME.fullmatch(name):
                 errors.append(
                     f"config: {key}: {name!r} cannot be a {kind} name (it is a folder name): "
                     "letters, digits, '_', '.' and '-', starting with a letter or digit"
@@ -142,6 +213,8 @@ def check_config(config):
                 f"evaluation.rules ({', '.join(map(str, rules))})"
             )
     check_sources(config, errors)
+    check_paths(config, errors)
+    check_figure_names(config, errors)
     for name, entry in config["scorers"].items():
         try:  # imports a user scorer's module: a config file is code
             check_scorer_spec(entry["scorer"], entry.get("options"))
@@ -220,12 +293,6 @@ def dataset_cfg(dataset):
     return config["datasets"][dataset]
 
 
-def file_name(key, entry):
-    """The name a download is stored under: the last part of its URL path (its extension tells
-    the parsers the format), or the logical key when the URL path ends in '/'."""
-    return Path(urlparse(entry["url"]).path or entry["url"][5:]).name or key
-
-
 def raw_files(wildcards):
     """{logical name: data/raw/{dataset}/{key}/{file name}} for every file of a dataset (input
     of prepare). A folder per key: two URLs ending in the same name never share a path.
@@ -274,14 +341,6 @@ def download_lockfile(wildcards):
     if "synthetic" in dataset_cfg(wildcards.dataset):
         return ""
     return "data/downloads.lock.yaml"
-
-
-def local_file(url):
-    """The file a `file:` URL names (relative when it lies in the working directory), or None."""
-    parts = urlparse(url)
-    if parts.scheme.lower() != "file":
-        return None
-    return str(in_workdir(url2pathname(parts.path)))
 
 
 def download_source(wildcards):
@@ -405,6 +464,13 @@ def largest_cutoff():
     return max(parse_measure(m).k for m in config["evaluation"]["metrics"])
 
 
+def requested_rows(wildcards):
+    """The evaluation rows a result asks for: evaluation.n_rows, or a full-catalog result's
+    full_rows when set (the checklist says when the data have fewer)."""
+    own = full_rows(wildcards) if wildcards.setting == "full" else None
+    return own if own is not None else config["evaluation"]["n_rows"]
+
+
 def full_rows(wildcards):
     """Full-catalog rows of a dataset: its own `full_rows` if set, else evaluation.full_rows."""
     own = dataset_cfg(wildcards.dataset).get("full_rows")
@@ -421,12 +487,10 @@ def paper_outputs():
     out = expand("results/paper/{table}.{ext}", table=tables, ext=("csv", "md", "tex"))
     out += ["results/paper/compare.md", "results/paper/checklist.md"]
     out += ["results/paper/evaluators.csv", "results/paper/evaluators.md"]
-    # rules: one column wide (3.3 in); rules_wide: both columns (6.8 in)
-    kinds = ("rules", "rules_wide", "tie_sizes") + (("full_rules",) if FULL else ())
     out += expand(
         "results/paper/figures/{dataset}_{kind}.{ext}",
         dataset=DATASETS,
-        kind=kinds,
+        kind=figure_kinds(FULL),
         ext=FIGURE_FORMATS,
     )
     out += page_tables() + [PAGE]

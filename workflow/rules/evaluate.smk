@@ -60,6 +60,8 @@ rule evaluate:
 rule audit:
     input:
         scores="results/{dataset}/{setting}/{scorer}/scores.parquet",
+        # its users: the rows of any other user are cold starts (diagnostics.csv)
+        history="data/interim/{dataset}/history.parquet",
         lib=script_inputs("audit.py"),
     output:
         invariance="results/{dataset}/{setting}/{scorer}/audit/invariance.csv",
@@ -92,5 +94,6 @@ rule audit:
         reported_rule=config["evaluation"]["reported_rule"],
         permutations=config["audit"]["permutations"],
         seed=config["audit"]["seed"],
+        requested_rows=requested_rows,
     script:
         "../../scripts/audit.py"

@@ -248,15 +248,17 @@ rule results_page:
         "../../scripts/results_page.py"
 
 
-# results/paper/ holds this run's outputs only: an earlier run's tables and figures (another
-# `run:` list, or without the full catalogue) are removed once every output of this run is
-# written, and the rest is listed. The set of inputs changes with the run, which reruns it.
+# results/paper/ holds this run's outputs: an earlier run's tables and figures (another `run:`
+# list, or without the full catalogue) are removed once every output of this run is written,
+# and the rest is listed. Only files the earlier manifest lists are removed (a user's notes stay),
+# so the manifest is updated in place: Snakemake would delete it before the job otherwise. The
+# set of inputs changes with the run, which reruns it.
 rule paper_manifest:
     input:
         files=paper_outputs(),
         lib=script_inputs("paper_manifest.py"),
     output:
-        PAPER_MANIFEST,
+        update(PAPER_MANIFEST),
     log:
         f"{LOGS}/paper_manifest.log",
     conda:

@@ -274,9 +274,9 @@ def _json_lines(src: _Source, bad: _BadLines) -> Iterator[tuple[int, dict[str, A
 def _req_str(obj: dict[str, Any], key: str, *, allow_int: bool = False) -> str:
     value = obj.get(key)
     if isinstance(value, str):
-        if value:
+        if value.strip():
             return value
-        raise _BadRecord(f"field {key!r} is empty")
+        raise _BadRecord(f"field {key!r} is {'whitespace only' if value else 'empty'}")
     if allow_int and isinstance(value, int) and not isinstance(value, bool):
         return str(value)
     if value is None:

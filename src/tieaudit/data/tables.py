@@ -121,9 +121,9 @@ class _BlockTooSmall(Exception):
 class _CsvReader:
     """Stream a CSV with a header; every wanted column is read as text, then validated and converted.
 
-    ``kinds`` maps a column to ``"str"`` (non-empty text), ``"str?"`` (text, may be empty),
-    ``"float"`` (a finite number), ``"float?"`` (empty -> NaN, else finite) or ``"int"`` (a 64-bit
-    integer). Columns in ``optional`` may be missing from the header; :attr:`columns` lists those
+    ``kinds`` maps a column to ``"str"`` (non-empty text), ``"id"`` (text that is not whitespace
+    only), ``"str?"`` (text, may be empty), ``"float"`` (a finite number), ``"float?"`` (empty ->
+    NaN, else finite) or ``"int"`` (a 64-bit integer). Columns in ``optional`` may be missing from the header; :attr:`columns` lists those
     present. ``delimiter`` separates the fields (``","``; ``"\\t"`` for tab-separated files).
     """
 
@@ -244,11 +244,15 @@ class _CsvReader:
         cols: dict[str, Any] = {}
         for c, kind in self.kinds.items():
             arr = raw[c]
-            if kind in ("str", "str?"):
+            if kind in ("str", "id", "str?"):
                 cols[c] = arr
-                if kind == "str":
+                if kind != "str?":
                     for i in np.flatnonzero(empty[c] & ~blank):
                         bad_reason.setdefault(int(i), f"missing value for column {c!r}")
+                if kind == "id":
+                    spaces = pc.equal(pc.binary_length(pc.utf8_trim_whitespace(arr)), 0)
+                    for i in np.flatnonzero(spaces.to_numpy(zero_copy_only=False) & ~empty[c]):
+                        bad_reason.setdefault(int(i), f"column {c!r} is whitespace only")
                 continue
             if kind == "float?":
                 arr = pc.if_else(pa.array(empty[c]), pa.scalar(None, pa.string()), arr)

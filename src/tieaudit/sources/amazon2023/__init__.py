@@ -70,7 +70,11 @@ SOURCE = register(DatasetSource(
     options=(
         Option("attributes", "which metadata fields become attributes (required): one or more of "
                f"{', '.join(f'`{form}`' for form in ATTRIBUTE_FORMS)} (e.g. `details.Brand`); "
-               "written `<field>=<normalised value>`"),
+               "written `<field>=<normalised value>`. A details value is a string or a number in "
+               "the real files, several values one comma-joined string (`Cream,Gel`): "
+               "`- details.Item Form: {split: \",\"}` makes one attribute of each part. A field "
+               "no record has is a warning naming the nearest keys; when every field misses, "
+               "an error"),
         Option("k_core", "with `reviews`: keep the iterative k-core, every user and item with at "
                "least `k_core` interactions", 5, _check_k_core),
     ),

@@ -13,11 +13,26 @@ exactly, e.g. ``details.Brand``, ``details.Item Form``) -> ``details.brand=...``
 ``details.item form=...`` (the field part is normalised too). A details value may be a string, a
 number (its Python ``str``) or a list of those (one attribute each). ``null`` or an absent field
 gives no attribute; any other type is a bad record.
+
+In the real files a details value is a string or a number (no list in the records we read); a
+multi-valued field is one comma-joined string (``"Item Form": "Cream,Gel"``, ``"Stick, Pencil,
+Powder"``; also Skin Type, Scent, Hair Type, Material). A spec written as a one-key mapping
+``{"details.Item Form": {"split": ","}}`` (YAML: ``- details.Item Form: {split: ","}``) splits
+each of its values at that separator into one attribute per non-blank part
+(``details.item form=cream``, ``details.item form=gel``).
+
+Each requested field is counted (records that give it a value, logged); a field that gives no
+value in any record is logged as a warning naming the nearest keys the records have (details
+keys vary in case between categories: ``Number of discs``, ``Number Of Discs``), and when no field
+gives a value the parse fails naming them.
 """
 
 from __future__ import annotations
 
+import difflib
+import logging
 import os
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -55,6 +70,11 @@ from tieaudit.data.tables import _MAX_SECONDS, _check_seconds, _CsvReader, _to_s
 
 #: The attribute field specs ``amazon2023`` accepts.
 ATTRIBUTE_FORMS = ("store", "categories", "main_category", "details.<Key>")
+#: What a spec's mapping may set (``{"details.Item Form": {"split": ","}}``).
+SPEC_SETTINGS = ("split",)
+_TOP_FIELDS = ATTRIBUTE_FORMS[:3]
+
+log = logging.getLogger(__name__)
 
 _AMAZON_SPLIT_SCHEMA = INTERACTIONS_SCHEMA.append(pa.field("split", pa.string(), nullable=False))
 _AMAZON_SPLITS = ("train", "valid", "test")
@@ -65,27 +85,62 @@ class _AttributeSpec:
     field: str  # top-level record field
     key: str | None  # details key
     prefix: str  # normalised spec + "="
+    split: str | None = None  # separator of several values in one string
+    name: str = ""  # the spec as written (``details.Item Form``)
 
 
-def _parse_attribute_specs(specs: Sequence[str] | None) -> tuple[_AttributeSpec, ...]:
+def _spec_settings(spec: object) -> tuple[object, dict[str, Any]]:
+    """A spec as (field text, settings): ``"store"`` or ``{"details.Item Form": {"split": ","}}``."""
+    if not isinstance(spec, Mapping):
+        return spec, {}
+    if len(spec) != 1:
+        raise ValueError(f"attribute field {dict(spec)!r}: a mapping names one field, e.g. "
+                         "{'details.Item Form': {'split': ','}}")  # fmt: skip
+    (name, settings), = spec.items()
+    if not isinstance(settings, Mapping) or not settings:
+        raise ValueError(f"attribute field {name!r}: settings must be a mapping of "
+                         f"{', '.join(SPEC_SETTINGS)}, got {settings!r}")  # fmt: skip
+    unknown = [k for k in settings if k not in SPEC_SETTINGS]
+    if unknown:
+        raise ValueError(f"attribute field {name!r}: unknown setting {unknown[0]!r}; known: "
+                         f"{', '.join(SPEC_SETTINGS)}")  # fmt: skip
+    sep = settings.get("split")
+    if not isinstance(sep, str) or not sep.strip():
+        raise ValueError(f"attribute field {name!r}: split must be a separator string with a "
+                         f"character that is not whitespace (e.g. ','), got {sep!r}")  # fmt: skip
+    return name, dict(settings)
+
+
+def _parse_attribute_specs(specs: Sequence[object] | None) -> tuple[_AttributeSpec, ...]:
     valid = ", ".join(repr(f) for f in ATTRIBUTE_FORMS)
-    if specs is None or isinstance(specs, str) or len(specs) == 0:
+    if specs is None or isinstance(specs, str | Mapping) or len(specs) == 0:
         raise ValueError(
             f"amazon2023 needs attributes=[...], a list of one or more of {valid} "
             f"(e.g. ['store', 'categories', 'details.Brand']); got {specs!r}"
         )
-    parsed: dict[str, _AttributeSpec] = {}
-    for spec in specs:
-        if spec in ("store", "categories", "main_category"):
-            parsed[spec] = _AttributeSpec(spec, None, spec + "=")
+    parsed: dict[object, _AttributeSpec] = {}
+    for item in specs:
+        spec, settings = _spec_settings(item)
+        split = settings.get("split")
+        if spec in _TOP_FIELDS:
+            new = _AttributeSpec(spec, None, spec + "=", split, spec)
         elif isinstance(spec, str) and spec.startswith("details.") and spec[8:].strip():
-            parsed[spec] = _AttributeSpec("details", spec[8:], normalise_attribute(spec) + "=")
+            new = _AttributeSpec("details", spec[8:], normalise_attribute(spec) + "=", split, spec)
         else:
             raise ValueError(f"unknown attribute field {spec!r}; valid forms are {valid}")
+        if parsed.setdefault(spec, new) != new:
+            raise ValueError(f"attribute field {spec!r} is given twice with different settings")
     return tuple(parsed.values())
 
 
 def _spec_values(record: dict[str, Any], spec: _AttributeSpec) -> list[str]:
+    values = _raw_values(record, spec)
+    if spec.split is None:
+        return values
+    return [part for v in values for part in v.split(spec.split)]
+
+
+def _raw_values(record: dict[str, Any], spec: _AttributeSpec) -> list[str]:
     if spec.key is None:
         value = record.get(spec.field)
         if value is None:
@@ -169,7 +224,7 @@ def _check_k_core(k_core: object) -> None:
 
 
 def _amazon_split(src: _Source, split: str, sink: _ParquetSink, bad: _BadLines) -> None:
-    kinds = {"user_id": "str", "parent_asin": "str", "rating": "float", "timestamp": "int"}
+    kinds = {"user_id": "id", "parent_asin": "id", "rating": "float", "timestamp": "int"}
     # ``history`` is not read, but the parser still checks every line has all five columns.
     for batch in _CsvReader(src, kinds, bad):
         batch.columns["timestamp"] = _to_seconds(batch.columns["timestamp"], "ms")
@@ -188,14 +243,61 @@ def _amazon_split(src: _Source, split: str, sink: _ParquetSink, bad: _BadLines) 
 
 def _amazon_meta(src: _Source, specs: Sequence[_AttributeSpec], pairs: _PairSorter,
                  bad: _BadLines) -> None:
+    given: Counter[str] = Counter()  # spec name -> records that give it an attribute
+    keys: set[str] = set()  # every details key seen
+    records = 0
+
     def parse(line: int, record: dict[str, Any]) -> tuple[str, list[str]]:
-        found = [a for spec in specs for v in _spec_values(record, spec)
-                 if (a := _attribute(spec.prefix, v))]
-        return _req_str(record, "parent_asin"), found
+        nonlocal records
+        per_spec = [[a for v in _spec_values(record, spec) if (a := _attribute(spec.prefix, v))]
+                    for spec in specs]  # fmt: skip
+        asin = _req_str(record, "parent_asin")
+        records += 1
+        given.update(spec.name for spec, found in zip(specs, per_spec, strict=True) if found)
+        if isinstance(record.get("details"), dict):
+            keys.update(record["details"])
+        return asin, [a for found in per_spec for a in found]
 
     for rows in _json_batches(src, bad, parse):
         pairs.add(_strings([asin for asin, found in rows for _ in found]),
                   _strings([a for _, found in rows for a in found]))
+    _report_fields(src.label, specs, given, keys, records)
+
+
+def _report_fields(label: str, specs: Sequence[_AttributeSpec], given: Mapping[str, int],
+                   keys: set[str], records: int) -> None:
+    """Log how many records give each field; warn for a field none gives (naming the nearest
+    keys the records have); fail when no field gives anything."""
+    missing = []
+    for spec in specs:
+        n = given.get(spec.name, 0)
+        log.info("%s: attribute field %r: a value in %d of %d records", label, spec.name, n,
+                 records)  # fmt: skip
+        if n == 0:
+            missing.append(f"{spec.name!r}{_nearest(spec, keys)}")
+    for text in missing:
+        log.warning("%s: attribute field %s gives no value in any of the %d records", label, text,
+                    records)  # fmt: skip
+    if missing and len(missing) == len(specs):
+        raise IngestError(f"{label}: no attribute field gives a value in any of the {records} "
+                          f"records: {'; '.join(missing)}", file=label)  # fmt: skip
+
+
+def _nearest(spec: _AttributeSpec, keys: set[str]) -> str:
+    """`` (nearest details keys: 'Number Of Discs')``: the keys equal but for case first, then
+    the closest spellings; empty for a top-level field or when nothing is close."""
+    if spec.key is None:
+        return ""
+    wanted = normalise_attribute(spec.key)
+    same = sorted(k for k in keys if normalise_attribute(k) == wanted)
+    by_norm: dict[str, list[str]] = {}
+    for k in sorted(keys):
+        by_norm.setdefault(normalise_attribute(k), []).append(k)
+    close = difflib.get_close_matches(wanted, list(by_norm), n=3, cutoff=0.6)
+    near = list(dict.fromkeys(same + [k for c in close for k in by_norm[c]]))[:5]
+    if not near:
+        return f" (no details key is close; the records have {len(keys)} keys)"
+    return f" (nearest details keys: {', '.join(repr(k) for k in near)})"
 
 
 def _amazon_reviews(src: _Source, sink: _ParquetSink, k_core: int, bad: _BadLines) -> dict[str, int]:
