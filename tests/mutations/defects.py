@@ -123,8 +123,8 @@ DEFECTS: tuple[Defect, ...] = (
     Defect(
         name="measure-cutoff-excludes-k",
         path="src/tieaudit/measures.py",
-        old="hit = (r >= 1) & (r <= self.k)",
-        new="hit = (r >= 1) & (r < self.k)",
+        old="hit = r <= self.k",
+        new="hit = r < self.k",
         means="a relevant item at rank k counts as outside the top k",
         first=("tests/test_measures.py",),
     ),
