@@ -55,6 +55,7 @@ CONFIG = {
 
 def run_config(d: Path, cores: int) -> Path:
     """The whole workflow on CONFIG in ``d`` on ``cores`` cores."""
+    d.mkdir(parents=True, exist_ok=True)
     cfg = d / "config.yaml"
     cfg.write_text(yaml.safe_dump(CONFIG, sort_keys=False))
     res = run_snakemake("--configfile", str(cfg), "--directory", str(d), "--cores", str(cores),
