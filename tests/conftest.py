@@ -38,3 +38,10 @@ def demo_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     res = run_snakemake("--configfile", str(DEMO), "--directory", str(d), "--cores", "2")
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     return d
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The end-to-end tests (marked slow) first, in their order, then the others: under
+    pytest-xdist the long pipeline runs start at once on both workers and the many short tests
+    fill in around them, instead of a pipeline run starting last and running alone."""
+    items[:] = sorted(items, key=lambda item: item.get_closest_marker("slow") is None)

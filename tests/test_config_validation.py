@@ -93,7 +93,7 @@ def test_valid_config_dry_runs_with_the_spellings_the_library_accepts(tmp_path: 
     assert "results/mini/sampled/recency.v2/metrics.csv" in res.stdout
     # the plug-in's own file is an input of the job that runs it: editing it reruns that job
     jobs = re.findall(r"(?m)^rule score:\n((?:    .*\n)+)", res.stdout)
-    (plugin,) = [j for j in jobs if "scorer=recency.v2" in j]
+    (plugin,) = [j for j in jobs if "dataset=mini, scorer=recency.v2" in j]
     inputs = re.search(r"(?m)^    input: (.*)$", plugin).group(1).split(", ")
     assert "examples/my_scorer.py" in inputs, plugin
 

@@ -82,7 +82,7 @@ def _reader(frame: pd.DataFrame, cuts: list[int]) -> pa.RecordBatchReader:
     return pa.RecordBatchReader.from_batches(table.schema, batches)
 
 
-streamable_rules = tie_rules().filter(lambda r: not r.spec.whole_table)
+streamable_rules = tie_rules().filter(lambda r: not r.spec.whole_table and not r.spec.numeric_ids)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -288,5 +288,5 @@ def test_a_line_longer_than_the_reader_block_is_streamed(tmp_path: Path) -> None
     path.write_text("\n".join(lines) + "\n")
     streamed = evaluate_stream(path, ["nDCG@10"], ["input_order", "expected"], chunk_rows=7)
     whole = evaluate(path, ["nDCG@10"], ["input_order", "expected"]).summary()
-    pd.testing.assert_frame_equal(streamed.summary(), whole, rtol=1e-12, atol=0)
+    pd.testing.assert_frame_equal(streamed.summary(), whole, rtol=1e-12, atol=1e-15)
     assert streamed.n_rows == 40

@@ -195,10 +195,10 @@ def check_config(config):
         errors, "evaluation.rules", ev["rules"], parse_rule, "tie rules"
     )
     if "full" in ev["candidates"]:
-        for rule in rules:
-            if not rule.spec.on_summary:
+        for parsed in rules:
+            if not parsed.spec.on_summary:
                 errors.append(
-                    f"config: evaluation.rules: {rule} cannot be evaluated on the full "
+                    f"config: evaluation.rules: {parsed} cannot be evaluated on the full "
                     "catalogue (evaluation.candidates: full): its summary tables keep no "
                     "tie members' ids"
                 )
