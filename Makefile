@@ -9,8 +9,9 @@ CORES  ?= 2
 # Snakemake with a progress line, warnings and errors in full, its whole output in a log file
 QUIET  := $(BIN)/python -m tieaudit.quiet
 # the test suite runs on every core (pytest-xdist); a module's tests stay on one worker, so its
-# fixtures (a pipeline run the module's tests share) are set up once
-PYTEST := $(BIN)/python -m pytest -q -n auto --dist loadscope
+# fixtures (a pipeline run the module's tests share) are set up once; modules in the order
+# tests/conftest.py gives (the end-to-end ones first), not largest first
+PYTEST := $(BIN)/python -m pytest -q -n auto --dist loadscope --no-loadscope-reorder
 
 .PHONY: help venv test test-fast test-mutations test-adapters test-slurm lint docs demo paper screenshot bench clean
 
