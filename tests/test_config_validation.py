@@ -138,7 +138,8 @@ def test_every_broken_key_is_named_at_once(tmp_path: Path) -> None:
     cfg["scorers"]["nomodule"] = {"scorer": "no_such_package.scorers:Mine"}
     cfg["scorers"]["nofile"] = {"scorer": "no/such/file.py:Mine"}
     cfg["scorers"]["noclass"] = {"scorer": "examples/my_scorer.py:NoSuchScorer"}
-    cfg["paper"] = {"reference": "config/no_such_reference.yaml"}
+    cfg["paper"] = {"reference": "config/no_such_reference.yaml",
+                    "evaluators": ["numpy-stable", "sklern"]}  # fmt: skip
     (tmp_path / "examples").mkdir()
     for name in ("my_scorer.py", "<mine>.py"):
         (tmp_path / "examples" / name).write_text((ROOT / "examples" / "my_scorer.py").read_text())
@@ -165,6 +166,7 @@ def test_every_broken_key_is_named_at_once(tmp_path: Path) -> None:
         "config: scorers.nomodule: cannot import module 'no_such_package.scorers'",
         "config: scorers.nofile: scorer file 'no/such/file.py' does not exist",
         "config: scorers.noclass: module 'examples/my_scorer.py' has no attribute 'NoSuchScorer'",
+        "config: paper.evaluators: no adapter 'sklern'; registered: numpy-stable,",
         "config: paper.reference: no file",
         "config: datasets: 'x' and 'x_full' cannot be run together: "
         "results/paper/figures/x_full_rules.* would be a figure of both",

@@ -9,6 +9,7 @@ from urllib.request import url2pathname
 
 from tieaudit.dependencies import library_files
 from tieaudit.measures import parse_measure
+from tieaudit.probe.adapters import adapter_names
 from tieaudit.rules import parse_rule
 from tieaudit.scorers import ScorerInterfaceError, ScorerLoadError, check_scorer_spec
 from tieaudit.sources import get_source, source_module
@@ -231,6 +232,12 @@ def check_config(config):
             f"config: evaluation.seed_chunks: {ev['seed_chunks']} jobs for "
             f"{ev['n_seeds']} hash seeds (evaluation.n_seeds); at most one job a seed"
         )
+    for name in config["paper"]["evaluators"] or []:
+        if name not in adapter_names():
+            errors.append(
+                f"config: paper.evaluators: no adapter {name!r}; registered: "
+                f"{', '.join(adapter_names())}"
+            )
     reference = ROOT / config["paper"]["reference"]
     if not reference.is_file():
         errors.append(
@@ -252,6 +259,10 @@ SCORERS = list(config["scorers"])
 # each live under results/{dataset}/{setting}/{scorer}/.
 SETTINGS = [s for s in ("sampled", "full") if s in config["evaluation"]["candidates"]]
 FULL = "full" in SETTINGS
+# The adapters of the evaluator table (rule evaluators): every registered one unless the config
+# names some; none, no table.
+EVALUATORS = config["paper"]["evaluators"]
+EVALUATORS = adapter_names() if EVALUATORS is None else list(dict.fromkeys(EVALUATORS))
 
 
 wildcard_constraints:
@@ -486,7 +497,8 @@ def paper_outputs():
     tables = [f"table_{d}" for d in DATASETS] + ["ties_invariance"]
     out = expand("results/paper/{table}.{ext}", table=tables, ext=("csv", "md", "tex"))
     out += ["results/paper/compare.md", "results/paper/checklist.md"]
-    out += ["results/paper/evaluators.csv", "results/paper/evaluators.md"]
+    if EVALUATORS:
+        out += ["results/paper/evaluators.csv", "results/paper/evaluators.md"]
     out += expand(
         "results/paper/figures/{dataset}_{kind}.{ext}",
         dataset=DATASETS,

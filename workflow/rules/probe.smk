@@ -26,6 +26,7 @@ rule evaluators:
     params:
         metric=config["evaluation"]["headline"][0],
         rows=config["paper"]["evaluator_rows"],
+        names=EVALUATORS,
         # seconds one call of an adapter may take (a library call per row on `rows` rows, a
         # first call that compiles); one that takes longer is a row with the rule `error`
         timeout=900,
