@@ -31,18 +31,18 @@ $(STAMP): pyproject.toml
 venv: $(STAMP)  ## create .venv and install the project
 
 test: $(STAMP)  ## run the whole test suite (library, CLI, downloads, workflow); lists the slowest tests
-	$(PYTEST) --durations=15
+	$(PYTEST) -m "not jit" --durations=15
 
 test-fast: $(STAMP)  ## between edits: the tests without the end-to-end workflow runs
-	$(PYTEST) -m "not slow"
+	$(PYTEST) -m "not slow and not jit"
 
 test-mutations: $(STAMP)  ## apply each deliberate defect to a scratch copy; make test must fail on each
 	$(BIN)/python -m tests.mutations $(MUTATIONS)
 
-test-adapters: $(STAMP)  ## probe the torch adapters (installs torch 2.13.0, a CPU build, and torchmetrics, RecBole)
+test-adapters: $(STAMP)  ## probe the torch and jit adapters (installs torch 2.13.0, a CPU build, and torchmetrics, RecBole)
 	$(BIN)/python -m pip install --quiet torch==2.13.0
 	$(BIN)/python -m pip install --quiet -e ".[probe-torch]"
-	$(BIN)/python -m pytest -q -m torch tests/probe
+	$(BIN)/python -m pytest -q -m "torch or jit" tests/probe
 
 test-slurm: $(STAMP)  ## run the demo through a throw-away one-node Slurm cluster (root; about 15 min)
 	bash tests/slurm/run_slurm_test.sh

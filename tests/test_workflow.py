@@ -17,6 +17,7 @@ import pandas as pd
 import pytest
 
 from tests.conftest import DEMO, ROOT, run_snakemake
+from tests.probe.test_adapters import EXPECTED, JIT
 
 pytestmark = pytest.mark.slow
 
@@ -61,6 +62,15 @@ def test_evaluator_table(demo_run: Path) -> None:
     for a in adapters():
         installed = a.available()
         assert (table.loc[a.name, "version"] == "not installed") == (not installed), a.name
+    # each adapter's rule, as its own test finds it for the same measure (the adapters marked
+    # `jit` are checked here only, in make test)
+    for name, (metric, rule) in EXPECTED.items():
+        row = table.loc[name]
+        if row["version"] != "not installed" and row["metric"] == metric:
+            assert row["rule"] == rule, (name, row.to_dict())
+    for name in JIT:  # the loop above checked them
+        assert table.loc[name, "version"] == "not installed" or (
+            table.loc[name, "metric"] == EXPECTED[name][0]), name  # fmt: skip
     stable = table.loc["numpy-stable"]
     assert stable["rule"] == "input_order" and stable["metric"] == "nDCG@10"
     # inflation measured on the first dataset's attribute-overlap candidates: the same numbers

@@ -2,7 +2,9 @@
 
 An adapter whose library is missing is skipped with how to install it, except the light ones
 (the ``probe`` extra) under CI, where ``make test`` installs them: there a missing one fails. The
-torch adapters (marker ``torch``) run by ``make test-adapters``.
+torch adapters (marker ``torch``) and those that compile for a minute in every process (marker
+``jit``) run by ``make test-adapters``; ``make test`` checks the latter's rules in the demo's
+evaluator table.
 """
 
 from __future__ import annotations
@@ -33,6 +35,9 @@ EXPECTED = {
     "recbole": ("HR@10", "unstable"),
 }
 TORCH = {"torchmetrics", "recbole"}
+# numba compiles ranx's typed dictionaries in every process, cache or not (about a minute of CPU):
+# make test checks this rule once, through the demo's evaluator table (tests/test_workflow.py)
+JIT = {"ranx"}
 
 
 def _need(name: str):
@@ -47,6 +52,7 @@ def _need(name: str):
 def _params():
     for name, (metric, rule) in EXPECTED.items():
         marks = [pytest.mark.torch] if name in TORCH else []
+        marks += [pytest.mark.jit] if name in JIT else []
         yield pytest.param(name, metric, rule, marks=marks, id=name)
 
 
