@@ -70,7 +70,7 @@ def third_party_imports(*files: str | Path) -> list[str]:
     the package (e.g. ``numpy``, ``yaml``)."""
     names = set()
     for path in files:
-        for name, level in _imports(_parse(Path(path))):
+        for name, level in _imports_of(_parse(Path(path)), False):
             top = name.split(".")[0]
             if level == 0 and top != PACKAGE and top not in sys.stdlib_module_names:
                 names.add(top)
@@ -123,6 +123,19 @@ def _imports(tree: ast.Module, top_level: bool = False) -> Iterator[tuple[str, i
             for alias in node.names:
                 if alias.name != "*":
                     yield (f"{base}.{alias.name}" if base else alias.name), node.level
+
+
+@cache
+def _imports_of(tree: ast.Module, top_level: bool) -> tuple[tuple[str, int], ...]:
+    """:func:`_imports` of a parsed file, kept with it (the trees are cached per file version,
+    and a closure visits each file once per script: walking the trees was most of its time)."""
+    return tuple(_imports(tree, top_level))
+
+
+@cache
+def _chains_of(tree: ast.Module) -> tuple[str, ...]:
+    """:func:`_attribute_chains` of a parsed file, kept with it."""
+    return tuple(_attribute_chains(tree))
 
 
 def _attribute_chains(tree: ast.Module) -> Iterator[str]:
@@ -209,7 +222,7 @@ class _Closure:
         if module is not None:
             package = module if path.name == "__init__.py" else module.rpartition(".")[0]
         found: set[str] = set()
-        for name, level in _imports(_parse(path), top_level):
+        for name, level in _imports_of(_parse(path), top_level):
             if level:
                 if package is None:  # a relative import in a script: not inside the package
                     continue
@@ -221,7 +234,7 @@ class _Closure:
 
     def direct(self, path: Path, module: str | None) -> set[str]:
         """The package modules ``path`` (the module named ``module``, or a script) imports."""
-        names = self.named(path, module) | set(_attribute_chains(_parse(path)))
+        names = self.named(path, module) | set(_chains_of(_parse(path)))
         return {m for name in names for m in self.resolve(name)}
 
     def files(self, scripts: Iterable[str | Path], modules: Iterable[str] = ()) -> set[Path]:
