@@ -110,10 +110,17 @@ def _nodes(tree: ast.AST, top_level: bool = False) -> Iterator[ast.AST]:
         todo.extend(ast.iter_child_nodes(node))
 
 
+@cache
+def _running(tree: ast.Module) -> tuple[ast.AST, ...]:
+    """:func:`_nodes` of a parsed file (not only top level), kept with it: the trees are cached
+    per file version, and a closure visits each file once per script."""
+    return tuple(_nodes(tree))
+
+
 def _imports(tree: ast.Module, top_level: bool = False) -> Iterator[tuple[str, int]]:
     """(module, level) of every import statement; ``from M import a`` yields ``M`` and
     ``M.a`` (``a`` may be a submodule), ``from . import a`` yields ``("", 1)`` and ``("a", 1)``."""
-    for node in _nodes(tree, top_level):
+    for node in _nodes(tree, True) if top_level else _running(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 yield alias.name, 0
@@ -127,24 +134,26 @@ def _imports(tree: ast.Module, top_level: bool = False) -> Iterator[tuple[str, i
 
 @cache
 def _imports_of(tree: ast.Module, top_level: bool) -> tuple[tuple[str, int], ...]:
-    """:func:`_imports` of a parsed file, kept with it (the trees are cached per file version,
-    and a closure visits each file once per script: walking the trees was most of its time)."""
+    """:func:`_imports` of a parsed file, kept with it."""
     return tuple(_imports(tree, top_level))
 
 
 @cache
-def _chains_of(tree: ast.Module) -> tuple[str, ...]:
-    """:func:`_attribute_chains` of a parsed file, kept with it."""
-    return tuple(_attribute_chains(tree))
+def _chains_of(tree: ast.Module, package: str) -> tuple[str, ...]:
+    """:func:`_attribute_chains` of a parsed file through ``package``, kept with it."""
+    return tuple(_attribute_chains(tree, package))
 
 
-def _attribute_chains(tree: ast.Module) -> Iterator[str]:
+def _attribute_chains(tree: ast.Module, package: str | None = None) -> Iterator[str]:
     """Dotted names used through a module bound by ``import``: ``tieaudit.audit.audit`` after
-    ``import tieaudit``, ``t.evaluate`` after ``import tieaudit as t`` (as ``tieaudit.evaluate``)."""
+    ``import tieaudit``, ``t.evaluate`` after ``import tieaudit as t`` (as ``tieaudit.evaluate``);
+    only those through ``package`` when given."""
     bound: dict[str, str] = {}
-    for node in _nodes(tree):
+    for node in _running(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
+                if package is not None and alias.name.split(".")[0] != package:
+                    continue
                 if alias.asname:
                     bound[alias.asname] = alias.name
                 else:
@@ -152,7 +161,7 @@ def _attribute_chains(tree: ast.Module) -> Iterator[str]:
                     bound[top] = top
     if not bound:
         return
-    for node in _nodes(tree):
+    for node in _running(tree):
         if not isinstance(node, ast.Attribute):
             continue
         attrs = []
@@ -234,7 +243,7 @@ class _Closure:
 
     def direct(self, path: Path, module: str | None) -> set[str]:
         """The package modules ``path`` (the module named ``module``, or a script) imports."""
-        names = self.named(path, module) | set(_chains_of(_parse(path)))
+        names = self.named(path, module) | set(_chains_of(_parse(path), self.package))
         return {m for name in names for m in self.resolve(name)}
 
     def files(self, scripts: Iterable[str | Path], modules: Iterable[str] = ()) -> set[Path]:
