@@ -1,5 +1,5 @@
-"""The worked examples do what they say: the README's command-line example runs on
-examples/candidates.csv and prints what it shows; examples/my_scorer.py breaks the ties its
+"""The worked examples do what they say: the command-line examples of README.md and
+docs/guide/command-line.md run on examples/candidates.csv and print what they show; examples/my_scorer.py breaks the ties its
 docstring says it breaks, measured on the demo's generated data."""
 
 from __future__ import annotations
@@ -24,11 +24,14 @@ from tieaudit.split import leave_last_out
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _readme_block(command: str) -> list[str]:
-    """The lines the README shows under ``$ <command>`` (trailing spaces dropped)."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+COMMAND_LINE = ROOT / "docs" / "guide" / "command-line.md"
+
+
+def _readme_block(command: str, page: Path = COMMAND_LINE) -> list[str]:
+    """The lines ``page`` shows under ``$ <command>`` (trailing spaces dropped)."""
+    text = page.read_text(encoding="utf-8")
     m = re.search(re.escape(f"$ {command}") + r"\n(.*?)\n```", text, re.S)
-    assert m, f"README has no example for {command!r}"
+    assert m, f"{page.name} has no example for {command!r}"
     return [line.rstrip() for line in m.group(1).splitlines()]
 
 
@@ -39,7 +42,8 @@ def test_readme_evaluate_example_is_current(capsys: pytest.CaptureFixture[str]) 
     argv[1] = str(ROOT / argv[1])
     assert main(argv) == 0
     shown = [line.rstrip() for line in capsys.readouterr().out.splitlines()]
-    assert shown == _readme_block(f"tieaudit {args}")
+    for page in (ROOT / "README.md", COMMAND_LINE):  # the README's one example, and the guide's
+        assert shown == _readme_block(f"tieaudit {args}", page), page.name
 
 
 def test_readme_audit_example_is_current(

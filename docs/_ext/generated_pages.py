@@ -1,8 +1,9 @@
 """Reference pages made at every build from what they describe, never typed twice: the API page
 from ``tieaudit.__all__`` (the docstrings by autodoc), the command line from its argument
-parser, the configuration from ``workflow/schemas/config.schema.yaml``, the tie rules from their
-registry. They are written to ``docs/reference/_generated/`` (not tracked) before Sphinx reads the
-sources."""
+parser, the configuration from ``workflow/schemas/config.schema.yaml``. They are written to
+``docs/reference/_generated/`` (not tracked) before Sphinx reads the sources; a page left there
+by an earlier version is removed. The tie-rule table, ``docs/reference/tie-rules.md``, is tracked
+so that it reads offline, and ``tests/test_docs.py`` checks it against the registry."""
 
 from __future__ import annotations
 
@@ -99,22 +100,13 @@ def config_page() -> str:
     return "\n".join(out) + "\n"
 
 
-def rules_page() -> str:
-    from tieaudit.rules import markdown_table
-
-    return "\n".join([
-        "# Tie rules", "",
-        "Every registered tie rule (`tieaudit.rules.markdown_table()`; the formulas of "
-        "`expected` are on [Formulas](../formulas.md)).", "", markdown_table(),
-    ])  # fmt: skip
-
-
-PAGES = {"api.md": api_page, "cli.md": cli_page, "config.md": config_page,
-         "tie-rules.md": rules_page}  # fmt: skip
+PAGES = {"api.md": api_page, "cli.md": cli_page, "config.md": config_page}
 
 
 def write_pages(app: Any = None) -> None:
     OUT.mkdir(parents=True, exist_ok=True)
+    for stale in set(OUT.glob("*.md")) - {OUT / name for name in PAGES}:
+        stale.unlink()  # else an orphan page, and a warning that fails the build
     for name, make in PAGES.items():
         text = make()
         path = OUT / name
