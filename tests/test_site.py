@@ -47,7 +47,7 @@ def test_the_site_has_every_page(site: Path) -> None:
                  "extending",
                  "cluster", "contributing", "changelog", "reference/formulas",
                  "reference/tie-rules", "reference/_generated/api", "reference/_generated/cli",
-                 "reference/_generated/config"):  # fmt: skip
+                 "reference/_generated/config", "reference/_generated/census"):  # fmt: skip
         assert (site / f"{page}.html").is_file(), page
 
 
@@ -114,3 +114,20 @@ def test_api_reference_and_a_formula_in_headless_chromium(site: Path) -> None:
             assert outside == [], outside
         finally:
             browser.close()
+
+
+def test_the_census_page_is_the_census_csv_or_says_where_it_comes_from(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("generated_pages",
+                                                  ROOT / "docs" / "_ext" / "generated_pages.py")  # fmt: skip
+    pages = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(pages)
+    monkeypatch.setattr(pages, "CENSUS", tmp_path / "evaluators.csv")
+    assert "run `make census`" in pages.census_page()  # absent: the build goes on
+    (tmp_path / "evaluators.csv").write_text("adapter,rule,note\nsklearn,expected,\"a|b\"\n")
+    page = pages.census_page()
+    assert "| adapter | rule | note |\n|---|---|---|\n| sklearn | expected | a\\|b |" in page
+    assert "make census" in page and "run `make census`" not in page
