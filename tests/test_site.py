@@ -116,15 +116,38 @@ def test_api_reference_and_a_formula_in_headless_chromium(site: Path) -> None:
             browser.close()
 
 
-def test_the_census_page_is_the_census_csv_or_says_where_it_comes_from(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def generated_pages():
+    """docs/_ext/generated_pages.py, the module that makes the reference pages."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("generated_pages",
                                                   ROOT / "docs" / "_ext" / "generated_pages.py")  # fmt: skip
-    pages = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(pages)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_config_page_has_every_description_of_the_schema() -> None:
+    import yaml
+
+    def descriptions(node: object) -> list[str]:
+        if isinstance(node, dict):
+            own = [node["description"]] if isinstance(node.get("description"), str) else []
+            return own + [d for v in node.values() for d in descriptions(v)]
+        return [d for v in node for d in descriptions(v)] if isinstance(node, list) else []
+
+    schema = yaml.safe_load((ROOT / "workflow/schemas/config.schema.yaml").read_text("utf-8"))
+    page = generated_pages().config_page()
+    found = descriptions(schema)
+    assert len(found) > 30
+    for text in found:
+        assert " ".join(text.split()).replace("|", "\\|") in page, text
+
+
+def test_the_census_page_is_the_census_csv_or_says_where_it_comes_from(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pages = generated_pages()
     monkeypatch.setattr(pages, "CENSUS", tmp_path / "evaluators.csv")
     assert "run `make census`" in pages.census_page()  # absent: the build goes on
     (tmp_path / "evaluators.csv").write_text("adapter,rule,note\nsklearn,expected,\"a|b\"\n")
