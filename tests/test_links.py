@@ -7,7 +7,6 @@ from the pages to files of the repository."""
 from __future__ import annotations
 
 import functools
-import importlib.util
 import re
 from pathlib import Path
 
@@ -43,11 +42,9 @@ def relative_links(path: Path) -> list[str]:
 @functools.cache
 def generated_pages() -> frozenset[Path]:
     """The pages ``make docs`` writes before it reads the sources (docs/_ext/generated_pages.py)."""
-    spec = importlib.util.spec_from_file_location("generated_pages", ROOT / "docs" / "_ext" /
-                                                  "generated_pages.py")  # fmt: skip
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return frozenset(GENERATED / name for name in module.PAGES)
+    from tests.test_site import generated_pages as module
+
+    return frozenset(GENERATED / name for name in module().PAGES)
 
 
 def broken_links(path: Path) -> list[str]:
