@@ -96,3 +96,25 @@ def test_example_scorer_breaks_the_ties_it_says_it_breaks(tmp_path: Path, datase
     base, ours = _share_tied(cands, overlap), _share_tied(cands, example)
     assert base > 0.3, base  # the demo data are tie-heavy for attribute overlap
     assert ours <= base / 10, (ours, base)
+
+
+def test_the_guide_s_trec_example_is_current(capsys: pytest.CaptureFixture[str],
+                                             monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """docs/guide/command-line.md's TREC run example: its note (standard error) and its table."""
+    args = ("evaluate --run tests/fixtures/trec/sample.run --qrels tests/fixtures/trec/sample.qrels "
+            "-m P@5 nDCG@5 -r docno_desc expected")  # fmt: skip
+    monkeypatch.chdir(ROOT)  # the note names the run file as given
+    assert main(args.split()) == 0
+    out = capsys.readouterr()
+    shown = [line.rstrip() for line in (out.err + out.out).splitlines()]
+    assert shown == _readme_block(f"tieaudit {args}")
+
+
+def test_the_guide_s_bad_input_example_is_current(capsys: pytest.CaptureFixture[str],
+                                                  tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """docs/guide/command-line.md's error example: a line without a score, named, exit 2."""
+    (tmp_path / "bad.csv").write_text("row,user_id,item_id,label,score\n1,u,a,1,0.5\n1,u,b,0,\n")
+    monkeypatch.chdir(tmp_path)
+    assert main(["evaluate", "bad.csv"]) == 2
+    assert capsys.readouterr().err.splitlines() == _readme_block("tieaudit evaluate bad.csv")
