@@ -1,5 +1,5 @@
-"""Documentation made from the tie-rule registry stays current: the README's rule table, the
-CLI's rule list."""
+"""Documentation made from the tie-rule registry stays current: the rule table of
+docs/reference/tie-rules.md, the CLI's rule list."""
 
 from __future__ import annotations
 
@@ -25,8 +25,11 @@ def marked_table(path: Path, start: str, end: str) -> str:
     return m.group(1)
 
 
-def readme_table() -> str:
-    return marked_table(ROOT / "README.md", START, END)
+RULES_PAGE = ROOT / "docs" / "reference" / "tie-rules.md"
+
+
+def rules_page_table() -> str:
+    return marked_table(RULES_PAGE, START, END)
 
 
 def test_contributors_map_is_the_layers_table() -> None:
@@ -40,10 +43,10 @@ def test_contributors_map_is_the_layers_table() -> None:
     )
 
 
-def test_readme_rule_table_is_the_registry_s() -> None:
+def test_rule_table_is_the_registry_s() -> None:
     want = markdown_table()
-    assert readme_table() == want, (
-        "README.md's tie-rules table differs from the registry; replace it with the output of\n"
+    assert rules_page_table() == want, (
+        "docs/reference/tie-rules.md's tie-rules table differs from the registry; replace it with the output of\n"
         "  python -c 'from tieaudit.rules import markdown_table; print(markdown_table(), end=\"\")'"
         f"\n\n{want}"
     )

@@ -1,5 +1,5 @@
-"""The worked examples do what they say: the README's command-line example runs on
-examples/candidates.csv and prints what it shows; examples/my_scorer.py breaks the ties its
+"""The worked examples do what they say: the command-line examples of README.md and
+docs/guide/command-line.md run on examples/candidates.csv and print what they show; examples/my_scorer.py breaks the ties its
 docstring says it breaks, measured on the demo's generated data."""
 
 from __future__ import annotations
@@ -24,11 +24,14 @@ from tieaudit.split import leave_last_out
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _readme_block(command: str) -> list[str]:
-    """The lines the README shows under ``$ <command>`` (trailing spaces dropped)."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+COMMAND_LINE = ROOT / "docs" / "guide" / "command-line.md"
+
+
+def _readme_block(command: str, page: Path = COMMAND_LINE) -> list[str]:
+    """The lines ``page`` shows under ``$ <command>`` (trailing spaces dropped)."""
+    text = page.read_text(encoding="utf-8")
     m = re.search(re.escape(f"$ {command}") + r"\n(.*?)\n```", text, re.S)
-    assert m, f"README has no example for {command!r}"
+    assert m, f"{page.name} has no example for {command!r}"
     return [line.rstrip() for line in m.group(1).splitlines()]
 
 
@@ -39,7 +42,8 @@ def test_readme_evaluate_example_is_current(capsys: pytest.CaptureFixture[str]) 
     argv[1] = str(ROOT / argv[1])
     assert main(argv) == 0
     shown = [line.rstrip() for line in capsys.readouterr().out.splitlines()]
-    assert shown == _readme_block(f"tieaudit {args}")
+    for page in (ROOT / "README.md", COMMAND_LINE):  # the README's one example, and the guide's
+        assert shown == _readme_block(f"tieaudit {args}", page), page.name
 
 
 def test_readme_audit_example_is_current(
@@ -92,3 +96,25 @@ def test_example_scorer_breaks_the_ties_it_says_it_breaks(tmp_path: Path, datase
     base, ours = _share_tied(cands, overlap), _share_tied(cands, example)
     assert base > 0.3, base  # the demo data are tie-heavy for attribute overlap
     assert ours <= base / 10, (ours, base)
+
+
+def test_the_guide_s_trec_example_is_current(capsys: pytest.CaptureFixture[str],
+                                             monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """docs/guide/command-line.md's TREC run example: its note (standard error) and its table."""
+    args = ("evaluate --run tests/fixtures/trec/sample.run --qrels tests/fixtures/trec/sample.qrels "
+            "-m P@5 nDCG@5 -r docno_desc expected")  # fmt: skip
+    monkeypatch.chdir(ROOT)  # the note names the run file as given
+    assert main(args.split()) == 0
+    out = capsys.readouterr()
+    shown = [line.rstrip() for line in (out.err + out.out).splitlines()]
+    assert shown == _readme_block(f"tieaudit {args}")
+
+
+def test_the_guide_s_bad_input_example_is_current(capsys: pytest.CaptureFixture[str],
+                                                  tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """docs/guide/command-line.md's error example: a line without a score, named, exit 2."""
+    (tmp_path / "bad.csv").write_text("row,user_id,item_id,label,score\n1,u,a,1,0.5\n1,u,b,0,\n")
+    monkeypatch.chdir(tmp_path)
+    assert main(["evaluate", "bad.csv"]) == 2
+    assert capsys.readouterr().err.splitlines() == _readme_block("tieaudit evaluate bad.csv")

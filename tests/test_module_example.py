@@ -1,6 +1,8 @@
 """examples/module/: a workflow in another folder imports the pipeline as a Snakemake module
 (``module tieaudit: ...`` then ``use rule * from tieaudit``) with the demo config, and Snakemake
-plans every rule of the pipeline there (a dry run: nothing is computed)."""
+plans every rule of the pipeline there (a dry run: nothing is computed). That it computes the
+demo's tables, byte for byte, is checked beside the session's demo run
+(``tests/test_workflow.py``)."""
 
 from __future__ import annotations
 
@@ -22,14 +24,20 @@ def pipeline_rules() -> set[str]:
     return {name for f in files for name in re.findall(r"(?m)^rule (\w+):", f.read_text())}
 
 
+def own_workflow(folder: Path) -> Path:
+    """``folder`` (made) with the example's Snakefile, the module's path made absolute: a
+    workflow of one's own in another folder."""
+    text = EXAMPLE.read_text(encoding="utf-8")
+    assert '"../../Snakefile"' in text and "use rule * from tieaudit" in text
+    folder.mkdir()
+    (folder / "Snakefile").write_text(text.replace('"../../Snakefile"', f'"{ROOT / "Snakefile"}"'))
+    return folder
+
+
 @pytest.mark.skipif(not (Path(sys.executable).parent / "snakemake").exists(),
                     reason="snakemake is not installed: pip install -e '.[pipeline]'")  # fmt: skip
 def test_the_module_example_plans_the_whole_pipeline(tmp_path: Path) -> None:
-    text = EXAMPLE.read_text(encoding="utf-8")
-    assert '"../../Snakefile"' in text and "use rule * from tieaudit" in text
-    own = tmp_path / "my_study"  # another folder: the module's path made absolute
-    own.mkdir()
-    (own / "Snakefile").write_text(text.replace('"../../Snakefile"', f'"{ROOT / "Snakefile"}"'))
+    own = own_workflow(tmp_path / "my_study")
     res = subprocess.run(
         [str(Path(sys.executable).parent / "snakemake"), "-n", "--quiet", "rules", "--cores", "1",
          "--configfile", str(ROOT / "config" / "demo.yaml")],

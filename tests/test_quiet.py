@@ -5,6 +5,7 @@ subprocess, as Snakemake's output would come: no workflow runs here."""
 
 from __future__ import annotations
 
+import re
 import sys
 from itertools import count
 from pathlib import Path
@@ -110,3 +111,19 @@ def test_main_runs_the_command_after_the_separator(tmp_path: Path,
     assert main(["--log", str(log), "--label", "paper", "--", *replay(FAILED, 3)]) == 3
     assert "paper: failed (exit status 3)" in capsys.readouterr().out
     assert log.read_text() == FAILED.read_text()
+
+
+@pytest.mark.parametrize("target", ["demo", "paper"])
+def test_make_runs_every_snakemake_through_the_quiet_runner(target: str) -> None:
+    """``make demo`` and ``make paper`` alike: each Snakemake command through tieaudit.quiet with
+    its whole log under results/logs/, then the summary of where the results are."""
+    import subprocess
+
+    root = FIXTURES.parents[2]
+    recipe = subprocess.run(["make", "-n", target], cwd=root, capture_output=True, text=True,
+                            check=True).stdout.replace("\\\n", " ")  # fmt: skip
+    runs = [line for line in recipe.splitlines() if "snakemake" in line and "echo" not in line]
+    assert runs and all(re.search(r"-m tieaudit\.quiet --log results/logs/\S+\.log ", line)
+                        for line in runs), runs  # fmt: skip
+    summary = [line for line in recipe.splitlines() if line.startswith("echo")]
+    assert any("results/paper/index.html" in line for line in summary), summary

@@ -46,8 +46,8 @@ def test_the_site_has_every_page(site: Path) -> None:
     for page in ("index", "tutorials/audit-your-candidates", "tutorials/compare", "tutorials/probe",
                  "extending",
                  "cluster", "contributing", "changelog", "reference/formulas",
-                 "reference/_generated/api", "reference/_generated/cli",
-                 "reference/_generated/config", "reference/_generated/tie-rules"):  # fmt: skip
+                 "reference/tie-rules", "reference/_generated/api", "reference/_generated/cli",
+                 "reference/_generated/config", "reference/_generated/census"):  # fmt: skip
         assert (site / f"{page}.html").is_file(), page
 
 
@@ -64,7 +64,7 @@ def test_reference_pages_are_made_from_what_they_describe(site: Path) -> None:
     cli = (site / "reference/_generated/cli.html").read_text(encoding="utf-8")
     sub = next(a for a in _parser()._actions if a.__class__.__name__ == "_SubParsersAction")
     assert all(f"tieaudit {name}" in cli for name in sub.choices)
-    rules = (site / "reference/_generated/tie-rules.html").read_text(encoding="utf-8")
+    rules = (site / "reference/tie-rules.html").read_text(encoding="utf-8")
     assert all(kind.syntax in rules for kind in rule_kinds())
     config = (site / "reference/_generated/config.html").read_text(encoding="utf-8")
     for key in ("evaluation.n_negatives", "evaluation.insufficient_negatives", "datasets"):
@@ -114,3 +114,43 @@ def test_api_reference_and_a_formula_in_headless_chromium(site: Path) -> None:
             assert outside == [], outside
         finally:
             browser.close()
+
+
+def generated_pages():
+    """docs/_ext/generated_pages.py, the module that makes the reference pages."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("generated_pages",
+                                                  ROOT / "docs" / "_ext" / "generated_pages.py")  # fmt: skip
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_config_page_has_every_description_of_the_schema() -> None:
+    import yaml
+
+    def descriptions(node: object) -> list[str]:
+        if isinstance(node, dict):
+            own = [node["description"]] if isinstance(node.get("description"), str) else []
+            return own + [d for v in node.values() for d in descriptions(v)]
+        return [d for v in node for d in descriptions(v)] if isinstance(node, list) else []
+
+    schema = yaml.safe_load((ROOT / "workflow/schemas/config.schema.yaml").read_text("utf-8"))
+    page = generated_pages().config_page()
+    found = descriptions(schema)
+    assert len(found) > 30
+    for text in found:
+        assert " ".join(text.split()).replace("|", "\\|") in page, text
+
+
+def test_the_census_page_is_the_census_csv_or_says_where_it_comes_from(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pages = generated_pages()
+    monkeypatch.setattr(pages, "CENSUS", tmp_path / "evaluators.csv")
+    assert "run `make census`" in pages.census_page()  # absent: the build goes on
+    (tmp_path / "evaluators.csv").write_text("adapter,rule,note\nsklearn,expected,\"a|b\"\n")
+    page = pages.census_page()
+    assert "| adapter | rule | note |\n|---|---|---|\n| sklearn | expected | a\\|b |" in page
+    assert "make census" in page and "run `make census`" not in page

@@ -5,8 +5,8 @@ A block is marked by the comment on the line before it: ``<!-- test: run -->`` (
 one namespace per page, in a scratch folder), ``<!-- test: output -->`` (the text the Python block
 before it printed), ``<!-- test: file NAME -->`` (written to NAME in that folder, then used by the
 blocks after it), ``<!-- test: shell -->`` (a console session: each ``$ `` line is a command,
-the lines up to the next one its output). A fenced block without a mark fails the test, so no
-block a reader may copy goes unrun.
+the lines up to the next one its output; ``$TIEAUDIT`` is this checkout). A fenced block without
+a mark fails the test, so no block a reader may copy goes unrun.
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def run_page(path: Path, folder: Path) -> None:
     namespace: dict = {"__name__": "__tutorial__"}
     printed = None
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
-           "COLUMNS": "100"}  # fmt: skip
+           "COLUMNS": "100", "TIEAUDIT": str(ROOT)}  # fmt: skip
     for i, (mark, arg, lang, code) in enumerate(blocks(path)):
         where = f"{path.name}, block {i + 1} ({lang})"
         if mark == "run":

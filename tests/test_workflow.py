@@ -98,6 +98,21 @@ def test_report_builds(demo_run: Path) -> None:
     assert (demo_run / "results" / "report.html").stat().st_size > 10_000
 
 
+def test_the_module_example_computes_the_demo_s_table(demo_run: Path, tmp_path: Path) -> None:
+    """examples/module/Snakefile, in a folder of its own with the demo config, writes one of the
+    demo's tables (a scorer's metrics, with every step before it) byte for byte as the pipeline
+    run directly did."""
+    from tests.test_module_example import own_workflow
+
+    own = own_workflow(tmp_path / "my_study")
+    table = "results/demo_movielens_genome/sampled/popularity/metrics.csv"
+    res = subprocess.run([sys.executable, "-m", "snakemake", table, "--cores", "2",
+                          "--configfile", str(DEMO)], cwd=own, capture_output=True, text=True,
+                         timeout=900)  # fmt: skip
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    assert (own / table).read_bytes() == (demo_run / table).read_bytes()
+
+
 def test_lint_and_format_are_clean() -> None:
     res = run_snakemake("--lint", "--configfile", str(DEMO))
     assert res.returncode == 0 and "Lints for" not in res.stdout + res.stderr, res.stdout[-3000:]

@@ -1,8 +1,10 @@
 """Reference pages made at every build from what they describe, never typed twice: the API page
 from ``tieaudit.__all__`` (the docstrings by autodoc), the command line from its argument
-parser, the configuration from ``workflow/schemas/config.schema.yaml``, the tie rules from their
-registry. They are written to ``docs/reference/_generated/`` (not tracked) before Sphinx reads the
-sources."""
+parser, the configuration from ``workflow/schemas/config.schema.yaml``, the evaluator census
+from ``results/census/evaluators.csv`` when ``make census`` has written it. They are written to
+``docs/reference/_generated/`` (not tracked) before Sphinx reads the sources; a page left there
+by an earlier version is removed. The tie-rule table, ``docs/reference/tie-rules.md``, is tracked
+so that it reads offline, and ``tests/test_docs.py`` checks it against the registry."""
 
 from __future__ import annotations
 
@@ -99,22 +101,41 @@ def config_page() -> str:
     return "\n".join(out) + "\n"
 
 
-def rules_page() -> str:
-    from tieaudit.rules import markdown_table
+#: What ``make census`` writes (every adapter's library probed in an environment of its own).
+CENSUS = ROOT / "results" / "census" / "evaluators.csv"
 
-    return "\n".join([
-        "# Tie rules", "",
-        "Every registered tie rule (`tieaudit.rules.markdown_table()`; the formulas of "
-        "`expected` are on [Formulas](../formulas.md)).", "", markdown_table(),
-    ])  # fmt: skip
+
+def census_page() -> str:
+    """The evaluator census as a table of every column of ``results/census/evaluators.csv``, or,
+    in a checkout without one, where it comes from: the build never needs it."""
+    import csv
+
+    out = ["# Evaluator census", "",
+           "Which tie rule each evaluation library uses, measured by `tieaudit probe` on every "
+           "registered adapter, each library installed at a pinned version in an environment of "
+           "its own. `make census` writes `results/census/evaluators.csv` and `.md`; this page "
+           "shows the CSV of the checkout the site was built from.", ""]  # fmt: skip
+    if not CENSUS.is_file():
+        return "\n".join([*out, "This checkout has no census yet: run `make census`, then "
+                          "`make docs`.", ""])  # fmt: skip
+    with CENSUS.open(newline="", encoding="utf-8") as f:
+        rows = list(csv.reader(f))
+
+    def line(row: list[str]) -> str:
+        return "| " + " | ".join(c.replace("|", "\\|").replace("\n", " ") for c in row) + " |"
+
+    out += [line(rows[0]), "|" + "---|" * len(rows[0]), *(line(row) for row in rows[1:])]
+    return "\n".join(out) + "\n"
 
 
 PAGES = {"api.md": api_page, "cli.md": cli_page, "config.md": config_page,
-         "tie-rules.md": rules_page}  # fmt: skip
+         "census.md": census_page}  # fmt: skip
 
 
 def write_pages(app: Any = None) -> None:
     OUT.mkdir(parents=True, exist_ok=True)
+    for stale in set(OUT.glob("*.md")) - {OUT / name for name in PAGES}:
+        stale.unlink()  # else an orphan page, and a warning that fails the build
     for name, make in PAGES.items():
         text = make()
         path = OUT / name

@@ -15,7 +15,7 @@ import pytest
 
 from tieaudit.probe import AdapterError, get_adapter, probe
 
-# adapter -> (metric, the rule the probe finds); see the README's evaluator table
+# adapter -> (metric, the rule the probe finds); see docs/guide/probe.md
 EXPECTED = {
     "numpy-stable": ("nDCG@10", "input_order"),
     "numpy-reversed-stable": ("nDCG@10", "reversed_input"),

@@ -289,16 +289,16 @@ def test_a_score_matrix_depending_on_its_block_is_caught() -> None:
         check_scorer_conformance(PureScoreBlockMatrix)
 
 
-# ------------------------------------------------------------------------- the README's example
+# ----------------------------------------------------------- the example of docs/guide/library.md
 
 
 def test_readme_scorer_example_runs() -> None:
-    """The README's worked example of a user scorer (a calibrated one) runs as shown."""
-    text = (REPO / "README.md").read_text(encoding="utf-8")
-    m = re.search(r"### Your own scorer\n.*?```python\n(.*?)```", text, re.S)
-    assert m, "README has no '### Your own scorer' section with a python block"
+    """The guide's worked example of a user scorer (a calibrated one) runs as shown."""
+    text = (REPO / "docs" / "guide" / "library.md").read_text(encoding="utf-8")
+    m = re.search(r"## Your own scorer\n.*?```python\n(.*?)```", text, re.S)
+    assert m, "docs/guide/library.md has no '## Your own scorer' section with a python block"
     namespace: dict[str, object] = {}
-    exec(compile(m.group(1), "README.md", "exec"), namespace)  # noqa: S102 - our own README
+    exec(compile(m.group(1), "docs/guide/library.md", "exec"), namespace)  # noqa: S102 - our docs
     scorer_cls = namespace["CentredPopularity"]
     assert callable(getattr(scorer_cls, "calibrate", None))
     scored = namespace["scored"]

@@ -7,7 +7,7 @@ other group members (relevant or not) the rule puts before it.
 
 Each rule kind is one object in one module of this package (listed below), registered once
 (:mod:`tieaudit.rules.base` describes the protocol). :func:`markdown_table` gives the table of
-every registered kind (it is the README's), :func:`help_text` the CLI's list.
+every registered kind (it is docs/reference/tie-rules.md's), :func:`help_text` the CLI's list.
 
 "Invariant" means row-order invariant: permuting the stored lines of a row, with ids, labels and
 scores unchanged, leaves the ranking unchanged. ``random:SEED`` is the common "fix" that still

@@ -3,7 +3,7 @@
 A *rule kind* (``input_order``, ``hash``, ``expected``, ...) is one :class:`RuleKind` object in
 one module of this package, registered once with :func:`register`. A *rule* is a kind with its
 seed, if the kind takes one: ``TieRule("hash", 3)``, written ``hash:3``. Everything that lists
-rules (parsing, the CLI help, the README table, the full-catalog columns, config checks) reads
+rules (parsing, the CLI help, the docs' table, the full-catalog columns, config checks) reads
 the registry; the evaluator talks to a kind only through the methods below.
 
 What a kind declares
@@ -298,7 +298,7 @@ def _invariance(kind: RuleKind, yes: str, no: str) -> str:
 
 
 def markdown_table() -> str:
-    """The README's rule table, one line per registered kind."""
+    """The rule table of docs/reference/tie-rules.md, one line per registered kind."""
     lines = ["| rule | order among equal scores | row-order invariant |", "|---|---|---|"]
     lines += [f"| `{k.syntax}` | {k.order} | {_invariance(k, 'yes', 'no')} |" for k in rule_kinds()]
     return "\n".join(lines) + "\n"
