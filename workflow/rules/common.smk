@@ -259,7 +259,7 @@ SCORERS = list(config["scorers"])
 # each live under results/{dataset}/{setting}/{scorer}/.
 SETTINGS = [s for s in ("sampled", "full") if s in config["evaluation"]["candidates"]]
 FULL = "full" in SETTINGS
-# The adapters of the evaluator table (rule evaluators): every registered one unless the config
+# The adapters of the evaluator table (probe.smk): every registered one unless the config
 # names some; none, no table.
 EVALUATORS = config["paper"]["evaluators"]
 EVALUATORS = adapter_names() if EVALUATORS is None else list(dict.fromkeys(EVALUATORS))
