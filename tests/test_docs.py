@@ -57,6 +57,21 @@ def test_tables_list_every_registered_kind_once() -> None:
     assert len(table.splitlines()) == 2 + len(rule_kinds())
 
 
+def test_rules_page_lists_every_rule_and_probe_only_behaviour() -> None:
+    import importlib.util
+
+    from tieaudit.probe.behaviours import behaviours
+    from tieaudit.probe.behaviours import markdown_table as behaviours_table
+
+    spec = importlib.util.spec_from_file_location("_pages", ROOT / "docs/_ext/generated_pages.py")
+    pages = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(pages)
+    page = pages.rules_page()
+    assert markdown_table() in page and behaviours_table() in page
+    for b in behaviours():  # each with why it is no rule and what the probe cannot tell apart
+        assert page.count(f"| `{b.name}` | {b.what} | {b.seen_in} | {b.why} | {b.cannot_tell} |") == 1
+
+
 @pytest.mark.parametrize("command", ["evaluate", "audit"])
 def test_cli_help_lists_the_registry(command: str, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):

@@ -100,12 +100,17 @@ def config_page() -> str:
 
 
 def rules_page() -> str:
+    from tieaudit.probe.behaviours import markdown_table as behaviours_table
     from tieaudit.rules import markdown_table
 
     return "\n".join([
         "# Tie rules", "",
         "Every registered tie rule (`tieaudit.rules.markdown_table()`; the formulas of "
         "`expected` are on [Formulas](../formulas.md)).", "", markdown_table(),
+        "## Behaviours the probe names that are no tie rule", "",
+        "`tieaudit probe` also names these (`tieaudit.probe.behaviours.markdown_table()`): they "
+        "depend on an evaluator's internals, so they cannot be evaluated on a table.", "",
+        behaviours_table(),
     ])  # fmt: skip
 
 

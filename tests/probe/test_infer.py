@@ -17,12 +17,70 @@ from tieaudit.evaluate import evaluate
 from tieaudit.measures import parse_measure
 from tieaudit.probe import ProbeError, candidate_rules, probe
 from tieaudit.probe.calls import Caller, call_evaluator
-from tieaudit.probe.cases import crafted_table, probe_tables, standard_table
+from tieaudit.probe.cases import crafted_table, probe_tables, shared_table, standard_table
 from tieaudit.probe.report import summary, to_json, to_markdown
 from tieaudit.rules import RuleKind, TieRule, get_kind, rule_kinds
 from tieaudit.rules import base as rules_base
 
 from . import evaluators as E
+
+
+@pytest.mark.parametrize("behaviour", list(E.PROBE_ONLY))
+def test_each_probe_only_behaviour_is_named_and_a_one_detail_variant_is_not(
+    behaviour: str,
+) -> None:
+    exact, variant = E.PROBE_ONLY[behaviour]
+    res = probe(exact, "nDCG@10", name=behaviour)
+    assert res.rule == behaviour, res.evidence
+    assert res.matches == [behaviour] and not res.invariant
+    off = probe(variant, "nDCG@10", name=f"{behaviour} variant")
+    assert off.rule != behaviour and "parameters" not in off.extra, off.evidence
+    if behaviour == "heap_first_k":  # entering at or above the smallest keeps the last stored
+        assert off.rule == "reversed_input"
+
+
+@pytest.mark.parametrize(("metric", "size"), [("nDCG@10", "= 10"), ("nDCG@3", "= 3")])
+def test_heaps_are_named_with_their_size(metric: str, size: str) -> None:
+    for behaviour in ("heap_first_k", "score_id_heap"):
+        res = probe(E.PROBE_ONLY[behaviour][0], metric)
+        assert (res.rule, res.extra["parameters"]) == (behaviour, {"K": size}), res.evidence
+        assert res.deterministic
+        assert f"{behaviour} (K {size}; a behaviour of the evaluator's internals" in summary(res)
+
+
+def test_a_heap_larger_than_the_cutoff_is_named_with_its_size() -> None:
+    keep_20 = E._emitted(lambda s, ids, k: E._first_k(strict=True)(s, ids, 20))
+    res = probe(keep_20, "nDCG@10")
+    assert (res.rule, res.extra["parameters"]) == ("heap_first_k", {"K": "= 20"}), res.evidence
+
+
+def test_epsilon_noise_is_named_with_its_binade_and_fallback() -> None:
+    res = probe(E.epsilon_noise, "nDCG@10")
+    assert res.rule == "epsilon_noise" and not res.deterministic
+    params = res.extra["parameters"]
+    assert params == {"epsilon": "(9.54e-07, 1.91e-06]", "falls back to": "input_order"}
+    assert "below 2^5" in res.evidence[0]
+    assert json.loads(to_json(res))["parameters"] == params
+
+
+def test_a_plain_shuffle_is_no_noise() -> None:
+    res = probe(E.unstable, "nDCG@10")
+    assert res.rule == "unstable" and "parameters" not in res.extra
+
+
+def test_shared_places_are_told_from_the_bounds_by_two_relevant_items() -> None:
+    for behaviour, bound in (("shared_first", "optimistic"), ("shared_last", "pessimistic")):
+        res = probe(E.BEHAVIOURS[behaviour], "nDCG@10")
+        assert res.rule == behaviour and f"which tell it from {bound}" in res.evidence[0]
+        assert probe(E.BEHAVIOURS[bound], "nDCG@10").rule == bound
+
+    def hit_shared_first(frame: pd.DataFrame, k: int) -> list[float]:
+        return [float(any(1 + (s > x).sum() <= k for x in s[lab == 1]))
+                for lab, s, _ in E._rows(frame)]  # fmt: skip
+
+    # HR reads the best relevant item alone: shared_first is optimistic there
+    res = probe(hit_shared_first, "HR@10")
+    assert res.rule == "optimistic" and res.matches == ["optimistic"], res.evidence
 
 
 @pytest.mark.parametrize("behaviour", list(E.BEHAVIOURS))
@@ -47,17 +105,22 @@ def test_candidates_are_the_registered_unseeded_single_ranking_rules() -> None:
     names = [str(r) for r in candidate_rules()]
     assert names == ["input_order", "reversed_input", "optimistic", "pessimistic", "expected",
                      "item_id", "docno_desc", "item_id_numeric", "item_id_numeric_desc",
-                     "mean_rank"]  # fmt: skip
+                     "mean_rank", "shared_first", "shared_last"]  # fmt: skip
     assert names == [k.name for k in rule_kinds() if k.name in names]  # registry order
+    # for measures of the best relevant item alone, shared_first gives optimistic's values
+    for metric in ("HR@10", "MRR@5"):
+        assert [str(r) for r in candidate_rules(metric)] == [n for n in names
+                                                              if n != "shared_first"]  # fmt: skip
+    assert [str(r) for r in candidate_rules("nDCG@10")] == names
 
 
 @pytest.mark.parametrize("metric", ["nDCG@10", "HR@10", "HR@1", "nDCG@1", "MRR@10", "HR@3"])
 def test_crafted_cases_tell_every_candidate_apart(metric: str) -> None:
     measure = parse_measure(metric)
-    rules = candidate_rules()
-    tables = probe_tables(crafted_table(measure)[0])
+    rules = candidate_rules(measure)
+    tables = list(probe_tables(crafted_table(measure)[0]).values()) + [shared_table(measure)]
     values = {str(r): [] for r in rules}
-    for table in tables.values():
+    for table in tables:
         ev = evaluate(table, [measure], rules, n_seeds=1, rank_cap=None)
         for r in rules:
             values[str(r)].append(ev[r].values[measure])

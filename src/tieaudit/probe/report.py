@@ -28,6 +28,10 @@ def _rule_text(res: ProbeResult) -> str:
         return "unstable (no rule explains the values; they change with the stored order or run)"
     if res.rule == UNKNOWN:
         return "unknown (see the evidence)"
+    params = res.extra.get("parameters")
+    if params:  # a probe-only behaviour (tieaudit.probe.behaviours)
+        shown = ", ".join(f"{k} {v}" for k, v in params.items())
+        return f"{res.rule} ({shown}; a behaviour of the evaluator's internals, no tie rule)"
     return res.rule
 
 
