@@ -157,8 +157,11 @@ def test_mean_rank_plugged_in_is_named_and_a_half_place_off_is_not(metric: str) 
 
 def test_at_cutoff_1_the_mean_rank_is_not_told_from_the_last_place() -> None:
     res = probe(E.mean_rank, "nDCG@1")
-    assert res.rule == "unknown" and res.matches == ["pessimistic", "mean_rank"]
     assert "with nDCG@1 the crafted cases cannot tell pessimistic from mean_rank" in res.evidence
+    # written for one relevant item, it gives 0 wherever two relevant items tie, which at k = 1
+    # is the shared last place's value and neither the last places' nor the mean ranks'
+    assert res.rule == "shared_last" and res.matches == ["shared_last"]
+    assert "which tell it from pessimistic, mean_rank" in res.evidence[0]
 
 
 def test_inflation_of_stored_order_on_the_standard_table() -> None:
