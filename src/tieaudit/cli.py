@@ -22,6 +22,7 @@ from .compare import ModelRows, flips_markdown, negatives_note, orderings, ranki
 from .evaluate import DEFAULT_SEEDS, evaluate
 from .io import atomic_write_many, frame_to_text
 from .measures import DEFAULT_MEASURES, Measure, parse_measure, parse_measures
+from .precision import PRECISIONS, cast_effect, cast_table, parse_precision
 from .rules import DEFAULT_RULES, help_text, parse_rule, parse_rules
 from .stream import DEFAULT_MEMORY, evaluate_stream, parse_memory
 from .trec import read_trec
@@ -74,6 +75,13 @@ def _rule_options(sp: argparse.ArgumentParser, rules_help: str) -> None:
         help=f"number of hash seeds for hash_mean (default: {DEFAULT_SEEDS}; unused "
         "without hash_mean)",
     )  # fmt: skip
+
+
+def _precision(text: str) -> str:
+    try:
+        return parse_precision(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _memory(text: str) -> int:
@@ -130,6 +138,10 @@ def _parser() -> argparse.ArgumentParser:
         )  # fmt: skip
         _rule_options(sp, f"tie rules (default: {' '.join(_DEFAULT_RULES)}; and docno_desc with "
                       "--run)")  # fmt: skip
+        sp.add_argument("--score-precision", type=_precision, default=None, metavar="P",
+                        help=f"cast the scores before ranking: {', '.join(PRECISIONS)} (D "
+                        "decimals), as a model served in that type or an evaluator that casts "
+                        "sees them; more rows tie (default: the scores as stored)")  # fmt: skip
 
     ev = sub.add_parser(
         "evaluate",
@@ -405,7 +417,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     ev = evaluate_stream(
         data, args.metrics, rules, n_seeds=_n_seeds(args.seeds, rules),
         chunk_rows=args.chunk_rows, memory=args.memory, jobs=args.jobs, progress=True,
-        per_row=args.per_row is not None,
+        per_row=args.per_row is not None, score_precision=args.score_precision,
     )  # fmt: skip
     if ev.n_chunks > 1:
         size = f"{args.chunk_rows} rows" if args.chunk_rows else f"{ev.max_lines} lines"
@@ -463,6 +475,13 @@ def _audit(args: argparse.Namespace) -> int:
     targets = [out / name for name in AUDIT_FILES]
     _check_targets(_inputs(args), {f"--out-dir {args.out_dir} ({p.name})": p for p in targets})
     table, rules, title = _load(args)
+    if args.score_precision is not None:
+        uncast = table
+        table = cast_table(table, args.score_precision)
+        metrics = parse_measures(args.metrics)
+        shown = parse_measure(headline[0]) if headline else next(
+            (m for m in metrics if str(m) == "nDCG@10"), metrics[0])  # fmt: skip
+        print(cast_effect(uncast, args.score_precision, shown), file=sys.stderr)
     res = audit(
         table, args.metrics, rules, n_seeds=_n_seeds(args.seeds, rules),
         n_permutations=args.permutations, seed=args.permutation_seed,
