@@ -423,3 +423,55 @@ def test_calls_run_in_a_child_unless_there_is_no_fork(monkeypatch: pytest.Monkey
     with Caller(where, "w", timeout=60) as call:
         assert np.array_equal(call(table, 10, "crafted tie cases"), child)
     assert pids == {os.getpid()}
+
+
+@pytest.mark.parametrize("digits", [5, 3])
+def test_rounded_values_are_compared_with_a_matching_tolerance(digits: int) -> None:
+    def rounded(frame: pd.DataFrame, k: int) -> np.ndarray:
+        return np.round(np.asarray(E.expected(frame, k)), digits)
+
+    res = probe(rounded, "nDCG@10")
+    assert res.rule == "expected", res.evidence
+    assert res.extra["tolerance"] == pytest.approx(0.5 * 10.0**-digits, rel=1e-6)
+    assert any(f"every value is rounded to {digits} decimals" in e for e in res.evidence)
+
+
+def test_rounding_does_not_hide_a_wrong_rule() -> None:
+    def rounded_off(frame: pd.DataFrame, k: int) -> np.ndarray:  # a mean rank half a place off
+        return np.round(np.asarray(E.mean_rank_half_off(frame, k)), 5)
+
+    assert probe(rounded_off, "nDCG@10").rule == "unknown"
+
+
+def _bf16(s: np.ndarray) -> np.ndarray:
+    bits = s.astype(np.float32).view(np.uint32)
+    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
+    return bits.astype(np.uint32).view(np.float32)
+
+
+_CASTS = {
+    "float32": lambda s: s.astype(np.float32),
+    "float16": lambda s: s.astype(np.float16),
+    "bfloat16": _bf16,
+    "round:5": lambda s: np.round(s, 5),
+}
+
+
+@pytest.mark.parametrize("cast", list(_CASTS))
+def test_a_cast_of_the_scores_is_detected(cast: str) -> None:
+    def casting(frame: pd.DataFrame, k: int) -> list[float]:
+        return E.input_order(frame.assign(score=_CASTS[cast](frame["score"].to_numpy())), k)
+
+    res = probe(casting, "nDCG@10")
+    assert res.rule == "input_order", res.evidence
+    # float16 and round:3, bfloat16 and round:2 have last places within a factor of two at 1.0
+    twins = {"float16": ["float16", "round:3"], "bfloat16": ["bfloat16", "round:2"]}
+    assert sorted(res.extra["score_casting"]) == sorted(twins.get(cast, [cast]))
+    assert "give the values of exact ties" in res.evidence[-1]
+
+
+def test_no_cast_is_detected_as_none_and_a_pessimistic_order_says_nothing() -> None:
+    res = probe(E.input_order, "nDCG@10")
+    assert res.extra["score_casting"] == ["none"]
+    assert "score_casting" not in probe(E.pessimistic, "nDCG@10").extra
+    assert "score_casting" not in probe(E.input_order, "nDCG@10", casting=False).extra

@@ -20,6 +20,13 @@ newly registered rule is identified without a change here. The verdict:
 * ``unknown`` otherwise, with the evidence (values no order of the tie group gives, an order the
   registry does not know, or several rules the cases cannot tell apart).
 
+When several candidates give the values (the crafted cases hold one relevant item a row, where a
+shared place equals a bound), the evaluator is also fed the rows with two relevant items in one
+tie group (:func:`tieaudit.probe.cases.shared_table`) and the candidates that give its values
+there stay. When none does, the reference behaviours that depend on the evaluator's internals
+(:mod:`tieaudit.probe.behaviours`: bounded heaps, noise added to the scores) are tried, and one
+that gives the values is named with its parameters (``extra["parameters"]``).
+
 Row-order invariant (the audit's verdict, :mod:`tieaudit.audit`) means every run of every
 permuted copy gave each row the value the stored table got. The inflation is the evaluator's mean
 on a tie-heavy table (:func:`tieaudit.probe.cases.standard_table`, or a table given) minus the
@@ -40,6 +47,7 @@ from ..evaluate import EXACT_RULE, evaluate
 from ..measures import Measure, parse_measure
 from ..rules import Result, TieRule, rule_kinds
 from .behaviours import Context, identify
+from .casting import detect_casting
 from .calls import DEFAULT_TIMEOUT, Caller, Evaluator, ProbeError, call_evaluator
 from .cases import Layout, crafted_table, probe_tables, shared_table, standard_table
 
@@ -302,6 +310,18 @@ def _verdict(obs: _Observed, lays: list[Layout], rules: list[str], measure: Meas
     return _Verdict(rule, deterministic, invariant, matches, evidence, agreement, rows_moved)
 
 
+#: Decimals a rounded output is looked for with (the fewest that hold every value).
+ROUNDED_DECIMALS = range(1, 9)
+
+
+def _rounded_to(obs: _Observed) -> int | None:
+    """The fewest decimals every returned value is written with (within 1e-12), if at most
+    :data:`ROUNDED_DECIMALS`' largest."""
+    values = np.concatenate([v for runs in obs.runs.values() for v in runs])
+    return next((d for d in ROUNDED_DECIMALS
+                 if np.all(np.abs(values - np.round(values, d)) <= 1e-12)), None)  # fmt: skip
+
+
 def _split(call: Caller, obs: _Observed, found: _Verdict, measure: Measure) -> None:
     """Several rules match the crafted cases: feed the evaluator the rows with two relevant
     items in one tie group, and keep the rules that give its values there too (in place)."""
@@ -346,6 +366,7 @@ def probe(
     name: str = "evaluator",
     inflation_table: CandidateTable | pd.DataFrame | str | None = None,
     timeout: float | None = DEFAULT_TIMEOUT,
+    casting: bool = True,
 ) -> ProbeResult:
     """Probe ``fn`` (see the module docstring); ``metric`` is the measure it computes.
 
@@ -355,7 +376,8 @@ def probe(
     that is stopped when one takes longer (``None``: in this process, without a limit;
     :mod:`tieaudit.probe.calls`). Raises :class:`ProbeError` when ``fn`` raises (``SystemExit``
     included), does not return in time, or returns something other than one finite number per
-    row.
+    row. ``casting``: also look for a cast or rounding of the scores
+    (:mod:`tieaudit.probe.casting`; one more call, ``extra["score_casting"]``).
     """
     measure = parse_measure(metric)
     rules = candidate_rules(measure)
@@ -378,8 +400,29 @@ def probe(
                     "computes in single precision (float32)"
                 )
                 found = loose
+        digits = _rounded_to(obs)
+        if not found.matches and digits is not None:  # values rounded to a few decimals?
+            obs.tol = 0.5 * 10.0**-digits + 1e-12
+            rounded = _verdict(obs, lays, names, measure)
+            if len(rounded.matches) > 1:
+                _split(call, obs, rounded, measure)
+            if len(rounded.matches) == 1:
+                rounded.evidence.append(
+                    f"every value is rounded to {digits} decimals (BEIR and MTEB round to 5): "
+                    f"compared to within half a unit of the last decimal, {obs.tol:.3g}"
+                )
+                found = rounded
+            else:
+                obs.tol = SINGLE_PRECISION
         if not found.matches:  # a behaviour of the evaluator's internals?
             _behaviour(call, obs, found, measure, table, values)
+        casts = None
+        if casting and found.deterministic:
+            casts = detect_casting(call, measure, obs.table["stored"], lays,
+                                   obs.runs["stored"][0], obs.predicted["stored"]["pessimistic"],
+                                   obs.close, _tag(measure, 95))  # fmt: skip
+            if casts is not None:
+                found.evidence.append(casts[1])
     check = [TieRule(found.rule)] if found.rule in names else []
     try:
         ev = evaluate(table, [measure], [EXACT_RULE, *check], n_seeds=1)
@@ -419,8 +462,9 @@ def probe(
         crafted_rows=len(lays),
         tables=list(obs.runs),
         rows_moved=found.rows_moved,
-        extra={"tolerance": obs.tol, **({"parameters": found.parameters}
-                                        if found.parameters else {})},  # fmt: skip
+        extra={"tolerance": obs.tol,
+               **({"parameters": found.parameters} if found.parameters else {}),
+               **({"score_casting": casts[0]} if casts is not None else {})},  # fmt: skip
     )
 
 

@@ -39,8 +39,9 @@ def _measures(adapter: Adapter, measures: Sequence[Measure]) -> list[Measure]:
 
 
 def _rows(
-    adapter: Adapter, measures: Sequence[Measure], table: CandidateTable, timeout: float | None
-) -> list[dict[str, object]]:
+    adapter: Adapter, measures: Sequence[Measure], table: CandidateTable, timeout: float | None,
+    casting: bool,
+) -> list[dict[str, object]]:  # fmt: skip
     """One row per measure of ``measures`` the adapter computes (one saying so when none)."""
     base: dict[str, object] = {c: np.nan for c in _NUMBERS}
     base.update(adapter=adapter.name, library=adapter.library, call=adapter.call)
@@ -54,17 +55,17 @@ def _rows(
     if not adapter.available() or version is None:
         return [{**base, "version": "not installed", "metric": str(m), "rule": "not installed",
                  "invariant": "", "note": adapter.install} for m in own]  # fmt: skip
-    return [_row({**base, "version": version, "metric": str(m)}, adapter, m, table, timeout)
-            for m in own]  # fmt: skip
+    return [_row({**base, "version": version, "metric": str(m)}, adapter, m, table, timeout,
+                 casting) for m in own]  # fmt: skip
 
 
 def _row(
     rec: dict[str, object], adapter: Adapter, measure: Measure, table: CandidateTable,
-    timeout: float | None,
+    timeout: float | None, casting: bool,
 ) -> dict[str, object]:  # fmt: skip
     try:
         res = probe(adapter.evaluator(measure), measure, name=adapter.name,
-                    inflation_table=table, timeout=timeout)  # fmt: skip
+                    inflation_table=table, timeout=timeout, casting=casting)  # fmt: skip
     except (AdapterError, ProbeError) as exc:
         rec.update(rule="error", invariant="", note=str(exc))
         return rec
@@ -78,6 +79,8 @@ def _filled(rec: dict[str, object], res: ProbeResult) -> dict[str, object]:
         inflation=res.inflation,
     )  # fmt: skip
     notes = [f"{k} {v}" for k, v in res.extra.get("parameters", {}).items()]
+    if res.extra.get("score_casting"):
+        notes.append(f"score casting: {' or '.join(res.extra['score_casting'])}")
     if len(res.evidence) > 1 or res.rule in ("unstable", "unknown"):
         notes += res.evidence[:2]
     rec["note"] = "; ".join(notes)
@@ -92,6 +95,7 @@ def evaluator_table(
     timeout: float | None = DEFAULT_TIMEOUT,
     *,
     metrics: Sequence[str | Measure] | None = None,
+    casting: bool = False,
 ) -> pd.DataFrame:
     """Probe every registered adapter (or those ``names``) with each measure it computes, the
     inflation measured on ``data`` (its first ``rows`` rows when given: the adapters that call
@@ -99,7 +103,8 @@ def evaluator_table(
     registration order. The measures are ``metrics`` when given, else every measure name an
     adapter offers at the cutoff of ``metric`` (``metric``'s first). ``timeout``: seconds one
     call of an adapter may take (:func:`tieaudit.probe.probe`); one that takes longer is a row
-    with the rule ``error``."""
+    with the rule ``error``. ``casting``: also look for a cast of the scores (one more call a
+    probe; the note says what was found)."""
     table = as_table(data)
     if rows is not None:
         table = table.head(rows)
@@ -111,5 +116,5 @@ def evaluator_table(
             continue
         offered = [first] + [Measure(n, first.k) for n in adapter.measures if n != first.name]
         log.info("probing %s", adapter.name)
-        records += _rows(adapter, offered if given is None else given, table, timeout)
+        records += _rows(adapter, offered if given is None else given, table, timeout, casting)
     return pd.DataFrame(records, columns=list(EVALUATOR_COLUMNS))
