@@ -103,6 +103,12 @@ def test_evaluator_table_has_a_row_per_measure_an_adapter_computes() -> None:
     assert hr["metric"].tolist() == ["HR@10", "nDCG@10"]  # the measure asked for first
     only = evaluator_table(data, names=["numpy-stable"], metrics=["HR@3", "MRR@3"])
     assert only["metric"].tolist() == ["HR@3"]
+    # the pipeline's table: the measure asked for, else the next one the adapter computes
+    one = evaluator_table(data, "MRR@5", names=["numpy-stable", "pandas-rank-min"], per_adapter=1)
+    assert one[["adapter", "metric"]].values.tolist() == [["numpy-stable", "nDCG@5"],
+                                                          ["pandas-rank-min", "nDCG@5"]]
+    assert evaluator_table(data, "HR@10", names=["numpy-stable"], per_adapter=1)[
+        "metric"].tolist() == ["HR@10"]  # fmt: skip
     none = evaluator_table(data, names=["numpy-stable"], metrics=["MRR@3"])
     assert none["rule"].tolist() == ["error"] and "none of MRR@3" in none.loc[0, "note"]
 

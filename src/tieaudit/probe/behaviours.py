@@ -159,11 +159,19 @@ class _Heap(Behaviour):
     def identify(self, ctx: Context) -> Found | None:
         if not ctx.deterministic:
             return None
-        tables = [(list(_rows(t)), ctx.runs[n]) for n, t in ctx.tables.items()]
-        tables.append((list(_rows(ctx.inflation)), [ctx.inflation_values]))
-        longest = max(len(row[0]) for rows, _ in tables[:-1] for row in rows)
+        tables = [(t, ctx.runs[n]) for n, t in ctx.tables.items()]
+        tables.append((ctx.inflation, [ctx.inflation_values]))
+        split: dict[int, list[tuple]] = {}  # a table's rows, split when first needed
+
+        def rows_of(i: int) -> list[tuple]:
+            if i not in split:
+                split[i] = list(_rows(tables[i][0]))
+            return split[i]
+
+        longest = int(np.bincount(ctx.tables["stored"].row).max())  # the copies hold the same
         sizes = [s for s in range(1, longest + 1)
-                 if all(self._matches(ctx, rows, runs, s) for rows, runs in tables)]
+                 if all(self._matches(ctx, rows_of(i), runs, s)
+                        for i, (_, runs) in enumerate(tables))]  # fmt: skip
         if not sizes:
             return None
         shown = _sizes(sizes, longest)

@@ -322,6 +322,35 @@ def _rounded_to(obs: _Observed) -> int | None:
                  if np.all(np.abs(values - np.round(values, d)) <= 1e-12)), None)  # fmt: skip
 
 
+def _looser(obs: _Observed) -> list[tuple[float, str]]:
+    """The looser tolerances tried when nothing matches within :data:`TOLERANCE`, each with
+    what a match there says."""
+    out = [(SINGLE_PRECISION, f"equal up to {SINGLE_PRECISION:g} but not {TOLERANCE:g}: the "
+            "evaluator computes in single precision (float32)")]  # fmt: skip
+    digits = _rounded_to(obs)
+    if digits is not None:
+        tol = 0.5 * 10.0**-digits + 1e-12
+        out.append((tol, f"every value is rounded to {digits} decimals (BEIR and MTEB round to "
+                    f"5): compared to within half a unit of the last decimal, {tol:.3g}"))  # fmt: skip
+    return out
+
+
+def _within(call: Caller, obs: _Observed, lays: list[Layout], names: list[str],
+            measure: Measure, tol: float, why: str) -> _Verdict | None:  # fmt: skip
+    """The verdict with values compared to within ``tol`` when it names one rule (``why``
+    added to its evidence); else ``None``, the tolerance left at the loosest tried up to
+    single precision (as :func:`probe` reports it)."""
+    obs.tol = tol
+    found = _verdict(obs, lays, names, measure)
+    if len(found.matches) > 1:
+        _split(call, obs, found, measure)
+    if len(found.matches) == 1:
+        found.evidence.append(why)
+        return found
+    obs.tol = min(tol, SINGLE_PRECISION)
+    return None
+
+
 def _split(call: Caller, obs: _Observed, found: _Verdict, measure: Measure) -> None:
     """Several rules match the crafted cases: feed the evaluator the rows with two relevant
     items in one tie group, and keep the rules that give its values there too (in place)."""
@@ -389,31 +418,10 @@ def probe(
         found = _verdict(obs, lays, names, measure)
         if len(found.matches) > 1:
             _split(call, obs, found, measure)
-        if not found.matches:  # single precision?
-            obs.tol = SINGLE_PRECISION
-            loose = _verdict(obs, lays, names, measure)
-            if len(loose.matches) > 1:
-                _split(call, obs, loose, measure)
-            if len(loose.matches) == 1:
-                loose.evidence.append(
-                    f"equal up to {SINGLE_PRECISION:g} but not {TOLERANCE:g}: the evaluator "
-                    "computes in single precision (float32)"
-                )
-                found = loose
-        digits = _rounded_to(obs)
-        if not found.matches and digits is not None:  # values rounded to a few decimals?
-            obs.tol = 0.5 * 10.0**-digits + 1e-12
-            rounded = _verdict(obs, lays, names, measure)
-            if len(rounded.matches) > 1:
-                _split(call, obs, rounded, measure)
-            if len(rounded.matches) == 1:
-                rounded.evidence.append(
-                    f"every value is rounded to {digits} decimals (BEIR and MTEB round to 5): "
-                    f"compared to within half a unit of the last decimal, {obs.tol:.3g}"
-                )
-                found = rounded
-            else:
-                obs.tol = SINGLE_PRECISION
+        for tol, why in _looser(obs):  # single precision, rounded values
+            if found.matches:
+                break
+            found = _within(call, obs, lays, names, measure, tol, why) or found
         if not found.matches:  # a behaviour of the evaluator's internals?
             _behaviour(call, obs, found, measure, table, values)
         casts = None

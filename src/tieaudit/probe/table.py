@@ -96,6 +96,7 @@ def evaluator_table(
     *,
     metrics: Sequence[str | Measure] | None = None,
     casting: bool = False,
+    per_adapter: int | None = None,
 ) -> pd.DataFrame:
     """Probe every registered adapter (or those ``names``) with each measure it computes, the
     inflation measured on ``data`` (its first ``rows`` rows when given: the adapters that call
@@ -104,7 +105,9 @@ def evaluator_table(
     adapter offers at the cutoff of ``metric`` (``metric``'s first). ``timeout``: seconds one
     call of an adapter may take (:func:`tieaudit.probe.probe`); one that takes longer is a row
     with the rule ``error``. ``casting``: also look for a cast of the scores (one more call a
-    probe; the note says what was found)."""
+    probe; the note says what was found). ``per_adapter``: probe each adapter with at most
+    that many of the measures, the first it computes (the pipeline's table: 1, the measure
+    asked for or else the next an adapter computes, one probe each)."""
     table = as_table(data)
     if rows is not None:
         table = table.head(rows)
@@ -116,5 +119,7 @@ def evaluator_table(
             continue
         offered = [first] + [Measure(n, first.k) for n in adapter.measures if n != first.name]
         log.info("probing %s", adapter.name)
-        records += _rows(adapter, offered if given is None else given, table, timeout, casting)
+        asked = (offered if given is None else given)
+        own = _measures(adapter, asked)[:per_adapter] or asked  # none computed: a row says so
+        records += _rows(adapter, own, table, timeout, casting)
     return pd.DataFrame(records, columns=list(EVALUATOR_COLUMNS))
