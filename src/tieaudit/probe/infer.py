@@ -429,7 +429,7 @@ def probe(
             casts = detect_casting(call, measure, obs.table["stored"], lays,
                                    obs.runs["stored"][0], obs.predicted["stored"]["pessimistic"],
                                    obs.close, _tag(measure, 95))  # fmt: skip
-            if casts is not None:
+            if casts is not None and casts[0] != ["none"]:  # a finding: said in the evidence
                 found.evidence.append(casts[1])
     check = [TieRule(found.rule)] if found.rule in names else []
     try:
