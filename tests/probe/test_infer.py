@@ -468,10 +468,14 @@ def test_a_cast_of_the_scores_is_detected(cast: str) -> None:
     twins = {"float16": ["float16", "round:3"], "bfloat16": ["bfloat16", "round:2"]}
     assert sorted(res.extra["score_casting"]) == sorted(twins.get(cast, [cast]))
     assert "give the values of exact ties" in res.evidence[-1]
+    shown = " or ".join(res.extra["score_casting"])
+    assert f"score casting:       {shown}" in summary(res)
+    assert f"| score casting | {shown} |" in to_markdown(res)
 
 
 def test_no_cast_is_detected_as_none_and_a_pessimistic_order_says_nothing() -> None:
     res = probe(E.input_order, "nDCG@10")
-    assert res.extra["score_casting"] == ["none"]
+    assert res.extra["score_casting"] == ["none"] and "score casting" not in summary(res)
+    assert "| score casting | none |" in to_markdown(res)
     assert "score_casting" not in probe(E.pessimistic, "nDCG@10").extra
     assert "score_casting" not in probe(E.input_order, "nDCG@10", casting=False).extra

@@ -36,6 +36,14 @@ def _rule_text(res: ProbeResult) -> str:
     return res.rule
 
 
+def _casting(res: ProbeResult) -> str:
+    """The precisions the scores are cast to (``none``), or ``""`` when not looked for."""
+    found = res.extra.get("score_casting")
+    if found is None:
+        return ""
+    return " or ".join(found) or "neither the ties' values nor the strict order's"
+
+
 def _pct(x: float, base: float) -> str:
     return f"{100 * x / base:+.1f}%" if base else "n/a"
 
@@ -58,6 +66,7 @@ def summary(res: ProbeResult) -> str:
         f"  tie rule:            {_rule_text(res)}",
         f"  row-order invariant: {inv}",
         f"  deterministic:       {'yes' if res.deterministic else 'NO (two runs disagreed)'}",
+        *([f"  score casting:       {_casting(res)}"] if _casting(res) not in ("", "none") else []),
         f"  on {res.inflation_table} ({res.n_rows} rows):",
     ]
     lines += [f"    {k + ':':<36}{v}" for k, v in _inflation_lines(res)]
@@ -78,6 +87,7 @@ def to_markdown(res: ProbeResult) -> str:
         f"| tie rule | {_rule_text(res)} |",
         f"| row-order invariant | {inv} |",
         f"| deterministic | {'yes' if res.deterministic else 'no'} |",
+        *([f"| score casting | {_casting(res)} |"] if _casting(res) else []),
         "",
         f"## Inflation on the {res.inflation_table} ({res.n_rows} rows)",
         "",
