@@ -60,6 +60,19 @@ def test_tables_list_every_registered_kind_once() -> None:
     assert len(table.splitlines()) == 2 + len(rule_kinds())
 
 
+def test_rules_page_lists_every_probe_only_behaviour() -> None:
+    from tieaudit.probe.behaviours import behaviours
+    from tieaudit.probe.behaviours import markdown_table as behaviours_table
+
+    got = marked_table(RULES_PAGE, "<!-- behaviours-table:", "<!-- end of behaviours-table -->")
+    assert got == behaviours_table(), (
+        "docs/reference/tie-rules.md's behaviours table differs from the probe's registry; "
+        f"replace it with\n{behaviours_table()}"
+    )
+    for b in behaviours():  # each with why it is no rule and what the probe cannot tell apart
+        assert got.count(f"| `{b.name}` | {b.what} | {b.seen_in} | {b.why} | {b.cannot_tell} |") == 1
+
+
 @pytest.mark.parametrize("command", ["evaluate", "audit"])
 def test_cli_help_lists_the_registry(command: str, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):

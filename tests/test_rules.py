@@ -14,7 +14,8 @@ from tieaudit.rules import DEFAULT_RULES, RULE_KINDS, TieRule, parse_rule, parse
 from tieaudit.testing import tie_rules
 
 PLAIN = ["input_order", "reversed_input", "optimistic", "pessimistic", "expected", "hash_mean",
-         "item_id", "docno_desc", "item_id_numeric", "item_id_numeric_desc", "mean_rank"]  # fmt: skip
+         "item_id", "docno_desc", "item_id_numeric", "item_id_numeric_desc", "mean_rank",
+         "shared_first", "shared_last"]  # fmt: skip
 
 
 def test_rule_kinds() -> None:
@@ -207,6 +208,39 @@ def test_mean_rank_of_several_relevant_items_in_one_group() -> None:
     assert ndcg[0] == pytest.approx((1 / np.log2(1 + 5 / 3 + 1) + 1 / np.log2(1 + 10 / 3 + 1)) / ideal)
     assert mrr[0] == pytest.approx(1 / (1 + 5 / 3))
     assert ndcg[1] == pytest.approx(1.0) and mrr[1] == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize(("rule", "method"), [("shared_first", "min"), ("shared_last", "max")])
+def test_shared_places_are_the_min_and_max_ranks(rule: str, method: str) -> None:
+    rng = np.random.default_rng(11)
+    lines = []
+    for r in range(80):  # several relevant items a row, often in one tie group
+        n = int(rng.integers(2, 12))
+        scores = rng.integers(0, 3, n).astype(float)
+        labels = (rng.random(n) < 0.4).astype(int)
+        labels[int(rng.integers(n))] = 1
+        lines += [(f"r{r}", f"u{r}", str(j), int(labels[j]), scores[j]) for j in range(n)]
+    frame = pd.DataFrame(lines, columns=["row", "user_id", "item_id", "label", "score"])
+    measures = parse_measures(["nDCG@3", "HR@2", "MRR@4", "Recall@3", "P@2"])
+    ev = evaluate(frame, measures, [rule])
+    for i, (_, part) in enumerate(frame.groupby("row", sort=False)):
+        ranks = part["score"].rank(ascending=False, method=method)[part["label"] == 1].to_numpy()
+        for m in measures:
+            want = m.of_ranks([int(x) for x in ranks])
+            assert ev[rule].values[m][i] == pytest.approx(want, abs=1e-15), (m, i)
+    summary = ev.summary().set_index("metric")
+    assert (summary["sd"] == 0).all() and (summary["min"] == summary["value"]).all()
+    assert (summary["max"] == summary["value"]).all()
+
+
+def test_shared_first_of_two_relevant_items_tied_at_the_top_exceeds_the_bounds() -> None:
+    frame = pd.DataFrame({"row": "a", "user_id": "u", "item_id": list("xyz"),
+                          "label": [1, 1, 0], "score": 1.0})  # fmt: skip
+    ev = evaluate(frame, parse_measures(["P@1", "nDCG@1"]), ["shared_first", "optimistic",
+                                                             "shared_last"])  # fmt: skip
+    p1, ndcg1 = parse_measures(["P@1", "nDCG@1"])
+    assert ev["shared_first"].values[p1][0] == 2.0 and ev["optimistic"].values[p1][0] == 1.0
+    assert ev["shared_first"].values[ndcg1][0] == 2.0 and ev["shared_last"].values[ndcg1][0] == 0
 
 
 @pytest.mark.parametrize(

@@ -66,6 +66,9 @@ def test_reference_pages_are_made_from_what_they_describe(site: Path) -> None:
     assert all(f"tieaudit {name}" in cli for name in sub.choices)
     rules = (site / "reference/tie-rules.html").read_text(encoding="utf-8")
     assert all(kind.syntax in rules for kind in rule_kinds())
+    from tieaudit.probe.behaviours import behaviours
+
+    assert all(b.name in rules for b in behaviours())
     config = (site / "reference/_generated/config.html").read_text(encoding="utf-8")
     for key in ("evaluation.n_negatives", "evaluation.insufficient_negatives", "datasets"):
         assert key in config, key

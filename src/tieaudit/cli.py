@@ -21,7 +21,8 @@ from .candidates import (
 from .compare import ModelRows, flips_markdown, negatives_note, orderings, ranking_flips
 from .evaluate import DEFAULT_SEEDS, evaluate
 from .io import atomic_write_many, frame_to_text
-from .measures import DEFAULT_MEASURES, parse_measure, parse_measures
+from .measures import DEFAULT_MEASURES, Measure, parse_measure, parse_measures
+from .precision import PRECISIONS, cast_effect, cast_table, parse_precision
 from .rules import DEFAULT_RULES, help_text, parse_rule, parse_rules
 from .stream import DEFAULT_MEMORY, evaluate_stream, parse_memory
 from .trec import read_trec
@@ -54,6 +55,8 @@ relevance) and recip_rank per query (docno_desc is added to the default rules fo
 """
 
 _RULES_HELP = help_text()
+#: The measure ``tieaudit probe`` asks a function for, and the cutoff of an adapter's measures.
+_PROBE_DEFAULT = parse_measure("nDCG@10")
 
 
 def _count(text: str) -> int:
@@ -72,6 +75,13 @@ def _rule_options(sp: argparse.ArgumentParser, rules_help: str) -> None:
         help=f"number of hash seeds for hash_mean (default: {DEFAULT_SEEDS}; unused "
         "without hash_mean)",
     )  # fmt: skip
+
+
+def _precision(text: str) -> str:
+    try:
+        return parse_precision(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _memory(text: str) -> int:
@@ -128,6 +138,10 @@ def _parser() -> argparse.ArgumentParser:
         )  # fmt: skip
         _rule_options(sp, f"tie rules (default: {' '.join(_DEFAULT_RULES)}; and docno_desc with "
                       "--run)")  # fmt: skip
+        sp.add_argument("--score-precision", type=_precision, default=None, metavar="P",
+                        help=f"cast the scores before ranking: {', '.join(PRECISIONS)} (D "
+                        "decimals), as a model served in that type or an evaluator that casts "
+                        "sees them; more rows tie (default: the scores as stored)")  # fmt: skip
 
     ev = sub.add_parser(
         "evaluate",
@@ -239,6 +253,7 @@ def _probe_parser(sub, fmt) -> None:
     import textwrap
 
     from .probe.adapters import adapters
+    from .probe.behaviours import behaviours
     from .probe.infer import DEFAULT_TIMEOUT, candidate_rules
 
     names = ", ".join(a.name for a in adapters())
@@ -261,14 +276,19 @@ def _probe_parser(sub, fmt) -> None:
         f"{names}."),
         epilog=wrap("the rule is printed as one word: a registered rule ("
         f"{', '.join(str(r) for r in candidate_rules())}), "
+        "a behaviour of the evaluator's internals that is no tie rule, with its parameters ("
+        f"{', '.join(b.name for b in behaviours())}), "
         "unstable (the values change between runs, or with the stored order in a way no rule "
-        "explains) or unknown (with the evidence)."),
+        "explains) or unknown (with the evidence). With several measures probe.json holds "
+        "one result per measure."),
         formatter_class=fmt,
     )
     pr.add_argument("ref", metavar="REF", help="the evaluator: module:function, file.py:function "
                     "or an adapter name")  # fmt: skip
-    pr.add_argument("-m", "--metric", default="nDCG@10", metavar="M",
-                    help="the measure REF computes (default: nDCG@10; e.g. HR@10)")  # fmt: skip
+    pr.add_argument("-m", "--metric", action="append", metavar="M",
+                    help="a measure REF computes, e.g. HR@10; repeat it for several, each "
+                    "probed on its own (default: every measure an adapter offers, at cutoff "
+                    f"{_PROBE_DEFAULT.k}; {_PROBE_DEFAULT} for a function)")  # fmt: skip
     pr.add_argument("-o", "--out", metavar="DIR", default="tieaudit-probe",
                     help="output folder (default: ./tieaudit-probe)")  # fmt: skip
     pr.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
@@ -284,12 +304,28 @@ def _probe(args: argparse.Namespace) -> int:
     _check_out(args.out, "--out", folder=True)
     if not args.timeout >= 0:  # NaN too
         raise ValueError(f"--timeout {args.timeout:g}: give seconds above 0, or 0 for no limit")
-    fn = load_evaluator(args.ref, args.metric)
-    res = probe(fn, args.metric, name=args.ref, timeout=args.timeout or None)
-    sys.stdout.write(summary(res))
-    write(res, args.out)
+    results = []
+    for metric in _probe_metrics(args.ref, args.metric):
+        fn = load_evaluator(args.ref, metric)
+        results.append(probe(fn, metric, name=args.ref, timeout=args.timeout or None))
+        sys.stdout.write(summary(results[-1]))
+    write(results, args.out)
     print(f"wrote {args.out}/probe.json, probe.md", file=sys.stderr)
     return 0
+
+
+def _probe_metrics(ref: str, given: list[str] | None) -> list[Measure]:
+    """The measures ``tieaudit probe`` asks for: those given (once each), else every measure
+    an adapter offers at the default cutoff (the default measure first), else the default."""
+    from .probe.adapters import adapter_names, get_adapter
+
+    if given:
+        return parse_measures(given)
+    if ":" in ref or ref not in adapter_names():
+        return [_PROBE_DEFAULT]
+    names = get_adapter(ref).measures
+    first = [_PROBE_DEFAULT] if _PROBE_DEFAULT.name in names else []
+    return first + [Measure(n, _PROBE_DEFAULT.k) for n in names if n != _PROBE_DEFAULT.name]
 
 
 def _load(args: argparse.Namespace) -> tuple[CandidateTable, list[str], str]:
@@ -381,7 +417,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     ev = evaluate_stream(
         data, args.metrics, rules, n_seeds=_n_seeds(args.seeds, rules),
         chunk_rows=args.chunk_rows, memory=args.memory, jobs=args.jobs, progress=True,
-        per_row=args.per_row is not None,
+        per_row=args.per_row is not None, score_precision=args.score_precision,
     )  # fmt: skip
     if ev.n_chunks > 1:
         size = f"{args.chunk_rows} rows" if args.chunk_rows else f"{ev.max_lines} lines"
@@ -439,6 +475,13 @@ def _audit(args: argparse.Namespace) -> int:
     targets = [out / name for name in AUDIT_FILES]
     _check_targets(_inputs(args), {f"--out-dir {args.out_dir} ({p.name})": p for p in targets})
     table, rules, title = _load(args)
+    if args.score_precision is not None:
+        uncast = table
+        table = cast_table(table, args.score_precision)
+        metrics = parse_measures(args.metrics)
+        shown = parse_measure(headline[0]) if headline else next(
+            (m for m in metrics if str(m) == "nDCG@10"), metrics[0])  # fmt: skip
+        print(cast_effect(uncast, args.score_precision, shown), file=sys.stderr)
     res = audit(
         table, args.metrics, rules, n_seeds=_n_seeds(args.seeds, rules),
         n_permutations=args.permutations, seed=args.permutation_seed,

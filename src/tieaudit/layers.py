@@ -55,10 +55,12 @@ LAYERS: tuple[Layer, ...] = (
     ),
     Layer(
         "evaluation",
-        "measures, candidate tables (CSV, Parquet, TREC), the tie rules, tie structures, the "
-        "evaluator, its partial sums and the streamed evaluation in chunks of rows",
-        ("measures.py", "candidates.py", "candidates_io.py", "trec.py", "rules/*", "ties.py",
-         "values.py", "blocks.py", "evaluate.py", "sums.py", "batches.py", "stream.py"),
+        "measures, candidate tables (CSV, Parquet, TREC), score precision, the tie rules, tie "
+        "structures, the evaluator, its partial sums and the streamed evaluation in chunks of "
+        "rows",
+        ("measures.py", "candidates.py", "candidates_io.py", "trec.py", "precision.py",
+         "rules/*", "ties.py", "values.py", "blocks.py", "evaluate.py", "sums.py", "batches.py",
+         "stream.py"),
     ),
     Layer(
         "analyses",

@@ -15,7 +15,8 @@ raises an :class:`AssertionError` naming the check that failed:
     a kind that declares ``numeric_ids``), the ranks equal a brute-force sort of every row by score, then by the
     kind's pure-Python :meth:`~tieaudit.rules.RuleKind.reference_key` (per seed for a kind drawn
     per seed); capped ranks are the exact ones capped. A distribution's values lie between those
-    of its support rules, and its variances are not negative.
+    of its support rules, and its variances are not negative (0 for a point, which names no
+    support).
 ``summary``
     a summary table of the same candidates (its ``before:`` counts made by brute force from the
     recorded kinds' reference keys) gives the stored table's ranks (distribution: its values),
@@ -148,12 +149,17 @@ def _check_stored(kind: RuleKind, frames: Sequence[pd.DataFrame]) -> None:
 
 
 def _check_distribution(kind: RuleKind, ev, rule: TieRule) -> None:
-    low, high = kind.support or ()
     for m in _MEASURES:
-        v, lo, hi = ev[rule].values[m], ev.bound(low)[m], ev.bound(high)[m]
+        v, var = ev[rule].values[m], ev[rule].variances[m]
+        if kind.support is None:  # a point: no spread
+            if np.any(var != 0):
+                raise _fail("stored", kind, f"{m}: a point distribution with variances {var}")
+            continue
+        low, high = kind.support
+        lo, hi = ev.bound(low)[m], ev.bound(high)[m]
         if np.any(v < lo - 1e-12) or np.any(v > hi + 1e-12):
             raise _fail("stored", kind, f"{m} outside [{low}, {high}]: {v} vs {lo}, {hi}")
-        if np.any(ev[rule].variances[m] < 0):
+        if np.any(var < 0):
             raise _fail("stored", kind, f"{m} has a negative variance")
 
 

@@ -34,6 +34,7 @@ import pyarrow as pa
 
 from .batches import RowCheck, Source, open_source, whole_rows
 from .candidates import CandidateError, CandidateTable
+from .precision import cast_table, parse_precision
 from .evaluate import DEFAULT_SEEDS, evaluate
 from .measures import DEFAULT_MEASURES, Measure, parse_measures
 from .rules import DEFAULT_RULES, TieRule, parse_rules
@@ -119,6 +120,7 @@ class _Task:
     n_seeds: int
     rank_cap: int | None
     per_row: bool
+    score_precision: str | None = None
 
 
 def _evaluate_chunk(task: _Task, chunk: pa.Table | CandidateTable, name: str, where: Any,
@@ -130,6 +132,7 @@ def _evaluate_chunk(task: _Task, chunk: pa.Table | CandidateTable, name: str, wh
     else:
         table = CandidateTable.from_arrow(chunk, source=name, csv_lines=where)
         table = replace(table, line_offset=place[0], lines_total=place[1])
+    table = cast_table(table, task.score_precision)
     ev = evaluate(table, task.measures, task.rules, n_seeds=task.n_seeds, rank_cap=task.rank_cap)
     return ev.sums(), ev.per_row() if task.per_row else None
 
@@ -164,6 +167,7 @@ def evaluate_stream(
     jobs: int = 1,
     progress: bool = False,
     per_row: bool = False,
+    score_precision: str | None = None,
 ) -> Streamed:
     """Evaluate ``data`` chunk by chunk; the summary equals :func:`tieaudit.evaluate`'s.
 
@@ -172,7 +176,8 @@ def evaluate_stream(
     ``chunk_rows`` rows, or else as many lines as the ``memory`` budget (bytes, or text such as
     ``"1GB"``) allows; ``jobs`` processes evaluate them. ``progress`` shows a bar on standard
     error (lines done / total) when it is a terminal. ``measures``, ``rules``, ``n_seeds`` and
-    ``rank_cap`` are those of :func:`tieaudit.evaluate`.
+    ``rank_cap`` are those of :func:`tieaudit.evaluate`. ``score_precision`` (e.g. ``float16``,
+    ``round:5``: :mod:`tieaudit.precision`) casts every chunk's scores before ranking.
     """
     ms = parse_measures(measures if measures is not None else DEFAULT_MEASURES)
     rs = parse_rules(rules if rules is not None else DEFAULT_RULES)
@@ -182,7 +187,10 @@ def evaluate_stream(
         raise ValueError(f"chunk_rows must be >= 1, got {chunk_rows}")
     if jobs < 1:
         raise ValueError(f"jobs must be >= 1, got {jobs}")
-    task = _Task(tuple(map(str, ms)), tuple(map(str, rs)), n_seeds, rank_cap, per_row)
+    if score_precision is not None:
+        parse_precision(score_precision)
+    task = _Task(tuple(map(str, ms)), tuple(map(str, rs)), n_seeds, rank_cap, per_row,
+                 score_precision)  # fmt: skip
     if isinstance(data, CandidateTable):
         sums, rows = _evaluate_chunk(task, data, data.source, None)
         return Streamed(sums, 1, None, None if rows is None else [rows])

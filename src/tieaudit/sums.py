@@ -112,8 +112,10 @@ class Sums:
             res = ev.result(rule)
             kind = rule.spec
             bounds = None
-            if kind.result is Result.DISTRIBUTION:
-                low, high = kind.support or ()
+            if kind.result is Result.DISTRIBUTION and kind.support is None:  # a point
+                bounds = res.values, res.values
+            elif kind.result is Result.DISTRIBUTION:
+                low, high = kind.support
                 bounds = ev.bound(low), ev.bound(high)
             for m in ev.measures:
                 extra: dict[str, Any] = {}

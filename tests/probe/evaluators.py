@@ -139,6 +139,137 @@ item_number_desc = _by_order(lambda s, lab, ids: np.lexsort((-ids.astype(np.int6
 by_id_length = _by_order(lambda s, lab, ids: np.lexsort(([len(i) for i in ids], -s)))
 
 
+def _by_rank(rank_of):
+    """nDCG@k from a rank per line (1-based, possibly shared by tied lines)."""
+
+    def fn(frame: pd.DataFrame, k: int) -> list[float]:
+        disc = 1.0 / np.log2(np.arange(2, k + 2))
+        out = []
+        for lab, s, _ in _rows(frame):
+            ranks = rank_of(s)[lab == 1]
+            dcg = sum(1.0 / np.log2(r + 1.0) for r in ranks if r <= k)
+            out.append(float(dcg / disc[: min(int(lab.sum()), k)].sum()))
+        return out
+
+    return fn
+
+
+# every tied item at the group's first place (Keras in_top_k) or its last (LightFM's rank)
+shared_first = _by_rank(lambda s: 1 + (s[None, :] > s[:, None]).sum(axis=1))
+shared_last = _by_rank(lambda s: (s[None, :] >= s[:, None]).sum(axis=1))
+
+
+def _emitted(select):
+    """nDCG@k of the list ``select(scores, ids)`` emits (stored positions, best first); items it
+    leaves out count as ranked below every cutoff."""
+
+    def fn(frame: pd.DataFrame, k: int) -> list[float]:
+        out = []
+        for lab, s, ids in _rows(frame):
+            ranked = lab[select(s, ids, k)]
+            dcg = (ranked[:k] / np.log2(np.arange(2, min(k, len(ranked)) + 2))).sum()
+            ideal = (1.0 / np.log2(np.arange(2, min(int(lab.sum()), k) + 2))).sum()
+            out.append(float(dcg / ideal))
+        return out
+
+    return fn
+
+
+def _sift_down(heap: list, i: int) -> None:
+    """Restore a min-heap below ``i`` (the textbook sift-down, pairs compared as tuples)."""
+    n = len(heap)
+    while True:
+        small, left, right = i, 2 * i + 1, 2 * i + 2
+        if left < n and heap[left] < heap[small]:
+            small = left
+        if right < n and heap[right] < heap[small]:
+            small = right
+        if small == i:
+            return
+        heap[i], heap[small] = heap[small], heap[i]
+        i = small
+
+
+def _first_k(strict: bool):
+    """implicit's select: a min-heap of (score, position) of size k filled in stored order; a
+    candidate enters a full heap above its smallest score (``strict=False``: at or above it),
+    replacing the root; the heap is emitted by (score, position), largest first."""
+
+    def select(s, ids, k):
+        heap: list = []
+        for p, x in enumerate(s.tolist()):
+            if len(heap) < k:
+                heap.append((x, p))
+                j = len(heap) - 1
+                while j and heap[(j - 1) // 2] > heap[j]:  # sift up
+                    heap[(j - 1) // 2], heap[j] = heap[j], heap[(j - 1) // 2]
+                    j = (j - 1) // 2
+            elif x > heap[0][0] or (not strict and x == heap[0][0]):
+                heap[0] = (x, p)
+                _sift_down(heap, 0)
+        return [p for _, p in sorted(heap, reverse=True)]
+
+    return select
+
+
+heap_first_k = _emitted(_first_k(strict=True))
+heap_first_k_at_or_above = _emitted(_first_k(strict=False))
+
+
+def _score_id(tie_key):
+    """BEIR's exact search: heapq of (score, tie key) of size k, heappush then heappushpop; the
+    result dict in heap order, sorted by score (stable)."""
+    import heapq
+
+    def select(s, ids, k):
+        heap: list = []
+        for p, (x, i) in enumerate(zip(s.tolist(), ids.tolist(), strict=True)):
+            entry = (x, tie_key(i, p), p)
+            if len(heap) < k:
+                heapq.heappush(heap, entry)
+            else:
+                heapq.heappushpop(heap, entry)
+        results = {p: x for x, _, p in heap}
+        return [p for p, _ in sorted(results.items(), key=lambda kv: kv[1], reverse=True)]
+
+    return select
+
+
+score_id_heap = _emitted(_score_id(lambda i, p: i))
+# the same heap keyed by stored position instead of the id: the later stored stays
+score_position_heap = _emitted(_score_id(lambda i, p: p))
+
+_noise_draws = itertools.count(1000)
+
+
+def _noisy(relative: bool):
+    """Merlin's ranking: U[0, 1) * 1e-6 added to float32 scores, then a stable sort (the noise
+    times the score itself when ``relative``: never absorbed)."""
+
+    def fn(frame: pd.DataFrame, k: int) -> list[float]:
+        rng = np.random.default_rng(next(_noise_draws))
+        out = []
+        for lab, s, _ in _rows(frame):
+            s32 = s.astype(np.float32)
+            noise = rng.random(len(s)).astype(np.float32) * np.float32(1e-6)
+            noisy = s32 + (noise * s32 if relative else noise)
+            out.append(_ndcg(lab[np.argsort(-noisy, kind="stable")], k))
+        return out
+
+    return fn
+
+
+epsilon_noise = _noisy(relative=False)
+relative_noise = _noisy(relative=True)
+
+#: The behaviours the probe names that are no tie rule, each with its evaluator, and an
+#: evaluator that differs from it in one detail (the probe must not name the behaviour).
+PROBE_ONLY = {
+    "heap_first_k": (heap_first_k, heap_first_k_at_or_above),
+    "score_id_heap": (score_id_heap, score_position_heap),
+    "epsilon_noise": (epsilon_noise, relative_noise),
+}
+
 #: The behaviours the probe names, each with its evaluator.
 BEHAVIOURS = {
     "input_order": input_order,
@@ -151,5 +282,7 @@ BEHAVIOURS = {
     "item_id_numeric": item_number,
     "item_id_numeric_desc": item_number_desc,
     "mean_rank": mean_rank,
+    "shared_first": shared_first,
+    "shared_last": shared_last,
     "unstable": unstable,
 }

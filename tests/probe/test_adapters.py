@@ -22,8 +22,8 @@ EXPECTED = {
     "numpy-reversed": ("nDCG@10", "unstable"),
     "numpy-quicksort": ("nDCG@10", "unstable"),
     "pandas-rank-first": ("HR@10", "input_order"),
-    "pandas-rank-min": ("nDCG@10", "optimistic"),
-    "pandas-rank-max": ("HR@10", "pessimistic"),
+    "pandas-rank-min": ("nDCG@10", "shared_first"),
+    "pandas-rank-max": ("HR@10", "shared_last"),
     "pandas-rank-average": ("nDCG@10", "mean_rank"),
     "pandas-rank-dense": ("HR@10", "unknown"),
     "sklearn": ("nDCG@10", "expected"),
@@ -63,7 +63,8 @@ def test_adapter_rule(name: str, metric: str, rule: str) -> None:
     assert res.rule == rule, res.evidence
     assert res.deterministic  # none of them draws random numbers
     assert res.invariant == (rule in ("optimistic", "pessimistic", "expected", "docno_desc",
-                                      "mean_rank", "unknown"))  # fmt: skip
+                                      "mean_rank", "shared_first", "shared_last",
+                                      "unknown"))  # fmt: skip
 
 
 def test_every_adapter_has_an_expectation() -> None:

@@ -36,7 +36,8 @@ def test_probe_a_module_function_and_an_adapter(tmp_path: Path) -> None:
     assert json.loads((tmp_path / "a" / "probe.json").read_text())["rule"] == "pessimistic"
     assert main(["probe", "pandas-rank-max", "-m", "HR@5", "-o", str(tmp_path / "b")]) == 0
     data = json.loads((tmp_path / "b" / "probe.json").read_text())
-    assert data["rule"] == "pessimistic" and data["metric"] == "HR@5"
+    # pandas' max rank gives every tied relevant item the group's last place
+    assert data["rule"] == "shared_last" and data["metric"] == "HR@5"
 
 
 @pytest.mark.parametrize(
@@ -71,8 +72,10 @@ def test_evaluator_table_rows(monkeypatch: pytest.MonkeyPatch) -> None:
     names = ["numpy-stable", "sklearn", "pandas-rank-dense", "ghost"]
     table = evaluator_table(standard_table(rows=40), "nDCG@10", names=names)
     assert list(table.columns) == list(EVALUATOR_COLUMNS)
-    assert table["adapter"].tolist() == ["numpy-stable", "pandas-rank-dense", "sklearn", "ghost"]
-    rows = table.set_index("adapter")
+    assert table["adapter"].tolist() == ["numpy-stable"] * 2 + ["pandas-rank-dense"] * 2 + [
+        "sklearn", "ghost"]  # fmt: skip
+    assert table["metric"].tolist() == ["nDCG@10", "HR@10"] * 2 + ["nDCG@10"] * 2
+    rows = table[table["metric"] == "nDCG@10"].set_index("adapter")
     assert rows.loc["numpy-stable", "rule"] == "input_order"
     assert rows.loc["numpy-stable", "invariant"] == "no"
     assert rows.loc["ghost", "version"] == "not installed"
@@ -87,12 +90,54 @@ def test_evaluator_table_rows(monkeypatch: pytest.MonkeyPatch) -> None:
     assert stable["mean"] == pytest.approx(stable["optimistic"])  # relevant stored first
 
 
-def test_evaluator_table_falls_back_to_hr_for_an_adapter_without_the_measure(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    table = evaluator_table(standard_table(rows=20), "MRR@10", names=["numpy-stable"])
-    assert table.loc[0, "metric"] == "HR@10" and table.loc[0, "rule"] == "input_order"
-    assert "computes nDCG, HR, not MRR" in table.loc[0, "note"]
+def test_evaluator_table_has_a_row_per_measure_an_adapter_computes() -> None:
+    data = standard_table(rows=20)
+    table = evaluator_table(data, "MRR@5", names=["numpy-stable", "pandas-rank-min"])
+    got = table[["adapter", "metric", "rule"]].values.tolist()
+    # min ranks share the group's first place: the bounds' values for HR, not for nDCG
+    assert got == [["numpy-stable", "nDCG@5", "input_order"],
+                   ["numpy-stable", "HR@5", "input_order"],
+                   ["pandas-rank-min", "nDCG@5", "shared_first"],
+                   ["pandas-rank-min", "HR@5", "optimistic"]]  # fmt: skip
+    hr = evaluator_table(data, "HR@10", names=["numpy-stable"])
+    assert hr["metric"].tolist() == ["HR@10", "nDCG@10"]  # the measure asked for first
+    only = evaluator_table(data, names=["numpy-stable"], metrics=["HR@3", "MRR@3"])
+    assert only["metric"].tolist() == ["HR@3"]
+    # the pipeline's table: the measure asked for, else the next one the adapter computes
+    one = evaluator_table(data, "MRR@5", names=["numpy-stable", "pandas-rank-min"], per_adapter=1)
+    assert one[["adapter", "metric"]].values.tolist() == [["numpy-stable", "nDCG@5"],
+                                                          ["pandas-rank-min", "nDCG@5"]]
+    assert evaluator_table(data, "HR@10", names=["numpy-stable"], per_adapter=1)[
+        "metric"].tolist() == ["HR@10"]  # fmt: skip
+    none = evaluator_table(data, names=["numpy-stable"], metrics=["MRR@3"])
+    assert none["rule"].tolist() == ["error"] and "none of MRR@3" in none.loc[0, "note"]
+
+
+def test_evaluator_table_gives_a_behaviour_s_parameters(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.probe import evaluators as E
+
+    heap = Adapter("heap", "Heap", "numpy", "numpy", "a bounded heap", ("nDCG",),
+                   lambda m: E.heap_first_k)  # fmt: skip
+    monkeypatch.setitem(adapters_base._REGISTRY, "heap", heap)
+    table = evaluator_table(standard_table(rows=20), "nDCG@10", names=["heap"])
+    assert table.loc[0, "rule"] == "heap_first_k" and table.loc[0, "note"].startswith("K = 10")
+
+
+def test_probe_every_measure_of_an_adapter_or_those_given(tmp_path: Path, capsys) -> None:
+    assert main(["probe", "numpy-stable", "-o", str(tmp_path / "a")]) == 0
+    data = json.loads((tmp_path / "a" / "probe.json").read_text())
+    assert [r["metric"] for r in data["results"]] == ["nDCG@10", "HR@10"]
+    assert {r["rule"] for r in data["results"]} == {"input_order"}
+    assert (tmp_path / "a" / "probe.md").read_text().count("# Probe of") == 2
+    assert capsys.readouterr().out.count("probe of numpy-stable") == 2
+    argv = ["probe", "pandas-rank-min", "-m", "HR@5", "-m", "nDCG@5", "-m", "HR@5"]
+    assert main([*argv, "-o", str(tmp_path / "b")]) == 0
+    data = json.loads((tmp_path / "b" / "probe.json").read_text())
+    assert [(r["metric"], r["rule"]) for r in data["results"]] == [("HR@5", "optimistic"),
+                                                                  ("nDCG@5", "shared_first")]
+    assert main(["probe", "numpy-stable", "-m", "MRR@5", "-o", str(tmp_path / "c")]) == 2
+    assert "computes nDCG, HR, not MRR" in capsys.readouterr().err
+    assert not (tmp_path / "c").exists()
 
 
 def test_evaluator_table_measures_the_inflation_on_the_first_rows_when_asked() -> None:

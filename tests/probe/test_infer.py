@@ -17,12 +17,70 @@ from tieaudit.evaluate import evaluate
 from tieaudit.measures import parse_measure
 from tieaudit.probe import ProbeError, candidate_rules, probe
 from tieaudit.probe.calls import Caller, call_evaluator
-from tieaudit.probe.cases import crafted_table, probe_tables, standard_table
+from tieaudit.probe.cases import crafted_table, probe_tables, shared_table, standard_table
 from tieaudit.probe.report import summary, to_json, to_markdown
 from tieaudit.rules import RuleKind, TieRule, get_kind, rule_kinds
 from tieaudit.rules import base as rules_base
 
 from . import evaluators as E
+
+
+@pytest.mark.parametrize("behaviour", list(E.PROBE_ONLY))
+def test_each_probe_only_behaviour_is_named_and_a_one_detail_variant_is_not(
+    behaviour: str,
+) -> None:
+    exact, variant = E.PROBE_ONLY[behaviour]
+    res = probe(exact, "nDCG@10", name=behaviour)
+    assert res.rule == behaviour, res.evidence
+    assert res.matches == [behaviour] and not res.invariant
+    off = probe(variant, "nDCG@10", name=f"{behaviour} variant")
+    assert off.rule != behaviour and "parameters" not in off.extra, off.evidence
+    if behaviour == "heap_first_k":  # entering at or above the smallest keeps the last stored
+        assert off.rule == "reversed_input"
+
+
+@pytest.mark.parametrize(("metric", "size"), [("nDCG@10", "= 10"), ("nDCG@3", "= 3")])
+def test_heaps_are_named_with_their_size(metric: str, size: str) -> None:
+    for behaviour in ("heap_first_k", "score_id_heap"):
+        res = probe(E.PROBE_ONLY[behaviour][0], metric)
+        assert (res.rule, res.extra["parameters"]) == (behaviour, {"K": size}), res.evidence
+        assert res.deterministic
+        assert f"{behaviour} (K {size}; a behaviour of the evaluator's internals" in summary(res)
+
+
+def test_a_heap_larger_than_the_cutoff_is_named_with_its_size() -> None:
+    keep_20 = E._emitted(lambda s, ids, k: E._first_k(strict=True)(s, ids, 20))
+    res = probe(keep_20, "nDCG@10")
+    assert (res.rule, res.extra["parameters"]) == ("heap_first_k", {"K": "= 20"}), res.evidence
+
+
+def test_epsilon_noise_is_named_with_its_binade_and_fallback() -> None:
+    res = probe(E.epsilon_noise, "nDCG@10")
+    assert res.rule == "epsilon_noise" and not res.deterministic
+    params = res.extra["parameters"]
+    assert params == {"epsilon": "(9.54e-07, 1.91e-06]", "falls back to": "input_order"}
+    assert "below 2^5" in res.evidence[0]
+    assert json.loads(to_json(res))["parameters"] == params
+
+
+def test_a_plain_shuffle_is_no_noise() -> None:
+    res = probe(E.unstable, "nDCG@10")
+    assert res.rule == "unstable" and "parameters" not in res.extra
+
+
+def test_shared_places_are_told_from_the_bounds_by_two_relevant_items() -> None:
+    for behaviour, bound in (("shared_first", "optimistic"), ("shared_last", "pessimistic")):
+        res = probe(E.BEHAVIOURS[behaviour], "nDCG@10")
+        assert res.rule == behaviour and f"which tell it from {bound}" in res.evidence[0]
+        assert probe(E.BEHAVIOURS[bound], "nDCG@10").rule == bound
+
+    def hit_shared_first(frame: pd.DataFrame, k: int) -> list[float]:
+        return [float(any(1 + (s > x).sum() <= k for x in s[lab == 1]))
+                for lab, s, _ in E._rows(frame)]  # fmt: skip
+
+    # HR reads the best relevant item alone: shared_first is optimistic there
+    res = probe(hit_shared_first, "HR@10")
+    assert res.rule == "optimistic" and res.matches == ["optimistic"], res.evidence
 
 
 @pytest.mark.parametrize("behaviour", list(E.BEHAVIOURS))
@@ -47,17 +105,22 @@ def test_candidates_are_the_registered_unseeded_single_ranking_rules() -> None:
     names = [str(r) for r in candidate_rules()]
     assert names == ["input_order", "reversed_input", "optimistic", "pessimistic", "expected",
                      "item_id", "docno_desc", "item_id_numeric", "item_id_numeric_desc",
-                     "mean_rank"]  # fmt: skip
+                     "mean_rank", "shared_first", "shared_last"]  # fmt: skip
     assert names == [k.name for k in rule_kinds() if k.name in names]  # registry order
+    # for measures of the best relevant item alone, shared_first gives optimistic's values
+    for metric in ("HR@10", "MRR@5"):
+        assert [str(r) for r in candidate_rules(metric)] == [n for n in names
+                                                              if n != "shared_first"]  # fmt: skip
+    assert [str(r) for r in candidate_rules("nDCG@10")] == names
 
 
 @pytest.mark.parametrize("metric", ["nDCG@10", "HR@10", "HR@1", "nDCG@1", "MRR@10", "HR@3"])
 def test_crafted_cases_tell_every_candidate_apart(metric: str) -> None:
     measure = parse_measure(metric)
-    rules = candidate_rules()
-    tables = probe_tables(crafted_table(measure)[0])
+    rules = candidate_rules(measure)
+    tables = list(probe_tables(crafted_table(measure)[0]).values()) + [shared_table(measure)]
     values = {str(r): [] for r in rules}
-    for table in tables.values():
+    for table in tables:
         ev = evaluate(table, [measure], rules, n_seeds=1, rank_cap=None)
         for r in rules:
             values[str(r)].append(ev[r].values[measure])
@@ -94,8 +157,11 @@ def test_mean_rank_plugged_in_is_named_and_a_half_place_off_is_not(metric: str) 
 
 def test_at_cutoff_1_the_mean_rank_is_not_told_from_the_last_place() -> None:
     res = probe(E.mean_rank, "nDCG@1")
-    assert res.rule == "unknown" and res.matches == ["pessimistic", "mean_rank"]
     assert "with nDCG@1 the crafted cases cannot tell pessimistic from mean_rank" in res.evidence
+    # written for one relevant item, it gives 0 wherever two relevant items tie, which at k = 1
+    # is the shared last place's value and neither the last places' nor the mean ranks'
+    assert res.rule == "shared_last" and res.matches == ["shared_last"]
+    assert "which tell it from pessimistic, mean_rank" in res.evidence[0]
 
 
 def test_inflation_of_stored_order_on_the_standard_table() -> None:
@@ -357,3 +423,59 @@ def test_calls_run_in_a_child_unless_there_is_no_fork(monkeypatch: pytest.Monkey
     with Caller(where, "w", timeout=60) as call:
         assert np.array_equal(call(table, 10, "crafted tie cases"), child)
     assert pids == {os.getpid()}
+
+
+@pytest.mark.parametrize("digits", [5, 3])
+def test_rounded_values_are_compared_with_a_matching_tolerance(digits: int) -> None:
+    def rounded(frame: pd.DataFrame, k: int) -> np.ndarray:
+        return np.round(np.asarray(E.expected(frame, k)), digits)
+
+    res = probe(rounded, "nDCG@10")
+    assert res.rule == "expected", res.evidence
+    assert res.extra["tolerance"] == pytest.approx(0.5 * 10.0**-digits, rel=1e-6)
+    assert any(f"every value is rounded to {digits} decimals" in e for e in res.evidence)
+
+
+def test_rounding_does_not_hide_a_wrong_rule() -> None:
+    def rounded_off(frame: pd.DataFrame, k: int) -> np.ndarray:  # a mean rank half a place off
+        return np.round(np.asarray(E.mean_rank_half_off(frame, k)), 5)
+
+    assert probe(rounded_off, "nDCG@10").rule == "unknown"
+
+
+def _bf16(s: np.ndarray) -> np.ndarray:
+    bits = s.astype(np.float32).view(np.uint32)
+    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
+    return bits.astype(np.uint32).view(np.float32)
+
+
+_CASTS = {
+    "float32": lambda s: s.astype(np.float32),
+    "float16": lambda s: s.astype(np.float16),
+    "bfloat16": _bf16,
+    "round:5": lambda s: np.round(s, 5),
+}
+
+
+@pytest.mark.parametrize("cast", list(_CASTS))
+def test_a_cast_of_the_scores_is_detected(cast: str) -> None:
+    def casting(frame: pd.DataFrame, k: int) -> list[float]:
+        return E.input_order(frame.assign(score=_CASTS[cast](frame["score"].to_numpy())), k)
+
+    res = probe(casting, "nDCG@10")
+    assert res.rule == "input_order", res.evidence
+    # float16 and round:3, bfloat16 and round:2 have last places within a factor of two at 1.0
+    twins = {"float16": ["float16", "round:3"], "bfloat16": ["bfloat16", "round:2"]}
+    assert sorted(res.extra["score_casting"]) == sorted(twins.get(cast, [cast]))
+    assert "give the values of exact ties" in res.evidence[-1]
+    shown = " or ".join(res.extra["score_casting"])
+    assert f"score casting:       {shown}" in summary(res)
+    assert f"| score casting | {shown} |" in to_markdown(res)
+
+
+def test_no_cast_is_detected_as_none_and_a_pessimistic_order_says_nothing() -> None:
+    res = probe(E.input_order, "nDCG@10")
+    assert res.extra["score_casting"] == ["none"] and "score casting" not in summary(res)
+    assert "| score casting | none |" in to_markdown(res)
+    assert "score_casting" not in probe(E.pessimistic, "nDCG@10").extra
+    assert "score_casting" not in probe(E.input_order, "nDCG@10", casting=False).extra

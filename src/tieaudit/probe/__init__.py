@@ -4,10 +4,12 @@ An evaluator is a callable ``fn(candidates, k)``: ``candidates`` is a DataFrame 
 ``row, user_id, item_id, label, score`` in stored order, and it returns each row's nDCG@k (or
 the measure named), one value per row in order of first appearance. :func:`probe` feeds it
 crafted tie cases (:mod:`.cases`) and infers its rule, whether it is row-order invariant, and
-its inflation on a tie-heavy table (:mod:`.infer`); :mod:`.report` writes ``probe.json`` and
+its inflation on a tie-heavy table (:mod:`.infer`), or names a behaviour that is no tie rule
+with its parameters (:mod:`.behaviours`); :mod:`.report` writes ``probe.json`` and
 ``probe.md``. :mod:`.adapters` wraps library evaluators (scikit-learn, ranx, trec_eval,
 ir_measures, torchmetrics, RecBole) and numpy/pandas idioms into the contract, and
-:func:`evaluator_table` probes them all (the pipeline's ``evaluators.csv``).
+:func:`evaluator_table` probes them all, once per measure each computes (the pipeline's
+``evaluators.csv``).
 
 >>> from tieaudit.probe import probe
 >>> def my_ndcg(candidates, k): ...                      # doctest: +SKIP

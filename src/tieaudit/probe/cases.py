@@ -17,6 +17,13 @@ Crafted cases
     rotation of their numeric order, so the relevant item's place by code point and by number
     differ, and an order by the number in the id is told from ``item_id``.
 
+Cases with two relevant items in one tie group
+    :func:`shared_table`: rows whose tie group of ``t`` (2 to 9) holds two relevant items, the
+    group at the top, straddling the cutoff or just below it. With one relevant item per group
+    a rule that gives every relevant item of the group one shared place (``shared_first``,
+    ``shared_last``) gives what the bounds give; these rows tell them apart. They are fed to the
+    evaluator only when the crafted cases leave several rules.
+
 Permuted copies
     The audit's within-row permutations (:func:`tieaudit.audit.permute_within_rows`): the
     relevant item stored last, each row reversed, and seeded shuffles.
@@ -47,6 +54,7 @@ __all__ = [
     "Layout",
     "crafted_table",
     "probe_tables",
+    "shared_table",
     "standard_table",
 ]
 
@@ -179,6 +187,29 @@ def crafted_table(measure: Measure) -> tuple[CandidateTable, list[Layout]]:
     for i, lay in enumerate(lays, start=1):
         lines += _row_lines(f"r{i:0{max(4, width)}d}", lay, rng)
     return _table(lines, "crafted tie cases"), lays
+
+
+#: Sizes of the tie groups holding two relevant items in :func:`shared_table`.
+SHARED_SIZES = (2, 3, 5, 9)
+
+
+def shared_table(measure: Measure) -> CandidateTable:
+    """The cases with two relevant items in one tie group (see the module docstring): for every
+    size in :data:`SHARED_SIZES` and every height of the group (at the top; its second-to-last
+    and last places at the cutoff; one place below it), the relevant items stored first and
+    last, then first and second; rows ``t0001 ..``."""
+    k = measure.k
+    lines = []
+    n = 0
+    for t in SHARED_SIZES:
+        for g in sorted({0, max(0, k - t + 1), max(0, k - t), k}):
+            for stored in ((0, t - 1), (0, 1)):
+                n += 1
+                row, user = f"t{n:04d}", f"w{n:04d}"
+                lines += [(row, user, f"7{j}", 0, 2.0 + j) for j in range(g)]
+                lines += [(row, user, str(1000 + j), int(j in stored), 1.0) for j in range(t)]
+                lines += [(row, user, f"5{j}", 0, 0.5 - 0.25 * j) for j in range(_LOWER)]
+    return _table(lines, "crafted cases with two relevant items in a tie group")
 
 
 def probe_tables(base: CandidateTable) -> dict[str, CandidateTable]:

@@ -20,6 +20,13 @@ newly registered rule is identified without a change here. The verdict:
 * ``unknown`` otherwise, with the evidence (values no order of the tie group gives, an order the
   registry does not know, or several rules the cases cannot tell apart).
 
+When several candidates give the values (the crafted cases hold one relevant item a row, where a
+shared place equals a bound), the evaluator is also fed the rows with two relevant items in one
+tie group (:func:`tieaudit.probe.cases.shared_table`) and the candidates that give its values
+there stay. When none does, the reference behaviours that depend on the evaluator's internals
+(:mod:`tieaudit.probe.behaviours`: bounded heaps, noise added to the scores) are tried, and one
+that gives the values is named with its parameters (``extra["parameters"]``).
+
 Row-order invariant (the audit's verdict, :mod:`tieaudit.audit`) means every run of every
 permuted copy gave each row the value the stored table got. The inflation is the evaluator's mean
 on a tie-heavy table (:func:`tieaudit.probe.cases.standard_table`, or a table given) minus the
@@ -39,8 +46,10 @@ from ..candidates import CandidateTable, as_table
 from ..evaluate import EXACT_RULE, evaluate
 from ..measures import Measure, parse_measure
 from ..rules import Result, TieRule, rule_kinds
+from .behaviours import Context, identify
+from .casting import detect_casting
 from .calls import DEFAULT_TIMEOUT, Caller, Evaluator, ProbeError, call_evaluator
-from .cases import Layout, crafted_table, probe_tables, standard_table
+from .cases import Layout, crafted_table, probe_tables, shared_table, standard_table
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -66,11 +75,15 @@ UNKNOWN = "unknown"
 RUNS = 2  # runs of the evaluator on every table
 
 
-def candidate_rules() -> list[TieRule]:
+def candidate_rules(measure: str | Measure | None = None) -> list[TieRule]:
     """The rules a probe can identify: every registered kind that takes no seed and gives one
-    ranking or an exact distribution (read from the registry when called)."""
+    ranking or an exact distribution (read from the registry when called); for a ``measure``
+    of the best relevant item alone (``HR``, ``MRR``), not the kinds that give their
+    :attr:`~tieaudit.rules.RuleKind.first_item_twin`'s values there."""
     keep = (Result.RANKING, Result.DISTRIBUTION)
-    return [TieRule(k.name) for k in rule_kinds() if not k.seeded and k.result in keep]
+    first = measure is not None and parse_measure(measure).kind == "first"
+    return [TieRule(k.name) for k in rule_kinds() if not k.seeded and k.result in keep
+            and not (first and k.first_item_twin)]  # fmt: skip
 
 
 @dataclass
@@ -135,6 +148,8 @@ class _Observed:
     runs: dict[str, list[np.ndarray]]
     predicted: dict[str, dict[str, np.ndarray]]
     possible: dict[str, list[np.ndarray]]
+    shared: CandidateTable
+    shared_predicted: dict[str, np.ndarray]
     tol: float = TOLERANCE
 
     def close(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -171,7 +186,10 @@ def _observe(
         ts = ev.structure  # one relevant item per row: items are rows
         gains = measure.gains(int((ts.g + ts.t).max()) + 1)
         possible[tname] = [gains[a + 1 : a + b + 1] for a, b in zip(ts.g, ts.t, strict=True)]
-    return _Observed(tables, runs, predicted, possible), lays
+    shared = shared_table(measure)  # fed to the evaluator only when several rules match
+    ev = evaluate(shared, [measure], rules, n_seeds=1, rank_cap=None)
+    shared_predicted = {str(r): ev[r].values[measure] for r in rules}
+    return _Observed(tables, runs, predicted, possible, shared, shared_predicted), lays
 
 
 def _fmt(v: float) -> str:
@@ -207,6 +225,7 @@ class _Verdict:
     evidence: list[str]
     agreement: dict[str, float]
     rows_moved: float
+    parameters: dict[str, str] = field(default_factory=dict)
 
 
 def _verdict(obs: _Observed, lays: list[Layout], rules: list[str], measure: Measure) -> _Verdict:
@@ -227,7 +246,8 @@ def _verdict(obs: _Observed, lays: list[Layout], rules: list[str], measure: Meas
     evidence: list[str] = []
     pred = obs.predicted
     same = [(a, b) for i, a in enumerate(rules) for b in rules[i + 1 :]
-            if all(np.array_equal(pred[n][a], pred[n][b]) for n in names)]  # fmt: skip
+            if all(np.array_equal(pred[n][a], pred[n][b]) for n in names)
+            and np.array_equal(obs.shared_predicted[a], obs.shared_predicted[b])]  # fmt: skip
     for a, b in same:
         evidence.append(f"with {measure} the crafted cases cannot tell {a} from {b}")
     if len(matches) == 1:
@@ -290,6 +310,84 @@ def _verdict(obs: _Observed, lays: list[Layout], rules: list[str], measure: Meas
     return _Verdict(rule, deterministic, invariant, matches, evidence, agreement, rows_moved)
 
 
+#: Decimals a rounded output is looked for with (the fewest that hold every value).
+ROUNDED_DECIMALS = range(1, 9)
+
+
+def _rounded_to(obs: _Observed) -> int | None:
+    """The fewest decimals every returned value is written with (within 1e-12), if at most
+    :data:`ROUNDED_DECIMALS`' largest."""
+    values = np.concatenate([v for runs in obs.runs.values() for v in runs])
+    return next((d for d in ROUNDED_DECIMALS
+                 if np.all(np.abs(values - np.round(values, d)) <= 1e-12)), None)  # fmt: skip
+
+
+def _looser(obs: _Observed) -> list[tuple[float, str]]:
+    """The looser tolerances tried when nothing matches within :data:`TOLERANCE`, each with
+    what a match there says."""
+    out = [(SINGLE_PRECISION, f"equal up to {SINGLE_PRECISION:g} but not {TOLERANCE:g}: the "
+            "evaluator computes in single precision (float32)")]  # fmt: skip
+    digits = _rounded_to(obs)
+    if digits is not None:
+        tol = 0.5 * 10.0**-digits + 1e-12
+        out.append((tol, f"every value is rounded to {digits} decimals (BEIR and MTEB round to "
+                    f"5): compared to within half a unit of the last decimal, {tol:.3g}"))  # fmt: skip
+    return out
+
+
+def _within(call: Caller, obs: _Observed, lays: list[Layout], names: list[str],
+            measure: Measure, tol: float, why: str) -> _Verdict | None:  # fmt: skip
+    """The verdict with values compared to within ``tol`` when it names one rule (``why``
+    added to its evidence); else ``None``, the tolerance left at the loosest tried up to
+    single precision (as :func:`probe` reports it)."""
+    obs.tol = tol
+    found = _verdict(obs, lays, names, measure)
+    if len(found.matches) > 1:
+        _split(call, obs, found, measure)
+    if len(found.matches) == 1:
+        found.evidence.append(why)
+        return found
+    obs.tol = min(tol, SINGLE_PRECISION)
+    return None
+
+
+def _split(call: Caller, obs: _Observed, found: _Verdict, measure: Measure) -> None:
+    """Several rules match the crafted cases: feed the evaluator the rows with two relevant
+    items in one tie group, and keep the rules that give its values there too (in place)."""
+    where = obs.shared.source
+    runs = [call(obs.shared, measure.k, where, _tag(measure, 90 + j)) for j in range(RUNS)]
+    keep = [r for r in found.matches
+            if all(obs.close(v, obs.shared_predicted[r]).all() for v in runs)]  # fmt: skip
+    if keep == found.matches:
+        return
+    told = ", ".join(r for r in found.matches if r not in keep)
+    if len(keep) == 1:
+        found.rule, found.matches = keep[0], keep
+        found.evidence[0] = (
+            f"every value of every run matches {keep[0]} ({len(obs.runs['stored'][0])} rows in "
+            f"{len(obs.runs)} tables, {RUNS} runs each, and the {obs.shared.n_rows} {where}, "
+            f"which tell it from {told})"
+        )
+        return
+    found.matches = keep
+    found.evidence[0] = (f"the values match several rules on the crafted cases, and on the "
+                         f"{where} {'none of them' if not keep else ', '.join(keep)}")  # fmt: skip
+
+
+def _behaviour(call: Caller, obs: _Observed, found: _Verdict, measure: Measure,
+               table: CandidateTable, values: np.ndarray) -> None:  # fmt: skip
+    """No registered rule gives the values: name a reference behaviour that does
+    (:mod:`tieaudit.probe.behaviours`), in place, with its parameters."""
+    ctx = Context(measure, obs.table, obs.runs, obs.predicted, obs.close, found.deterministic,
+                  table, values, call)  # fmt: skip
+    hit = identify(ctx)
+    if hit is None:
+        return
+    found.rule, found.matches = hit.name, [hit.name]
+    found.parameters = hit.parameters
+    found.evidence = hit.evidence
+
+
 def probe(
     fn: Evaluator,
     metric: str | Measure = "nDCG@10",
@@ -297,6 +395,7 @@ def probe(
     name: str = "evaluator",
     inflation_table: CandidateTable | pd.DataFrame | str | None = None,
     timeout: float | None = DEFAULT_TIMEOUT,
+    casting: bool = True,
 ) -> ProbeResult:
     """Probe ``fn`` (see the module docstring); ``metric`` is the measure it computes.
 
@@ -306,25 +405,32 @@ def probe(
     that is stopped when one takes longer (``None``: in this process, without a limit;
     :mod:`tieaudit.probe.calls`). Raises :class:`ProbeError` when ``fn`` raises (``SystemExit``
     included), does not return in time, or returns something other than one finite number per
-    row.
+    row. ``casting``: also look for a cast or rounding of the scores
+    (:mod:`tieaudit.probe.casting`; one more call, ``extra["score_casting"]``).
     """
     measure = parse_measure(metric)
-    rules = candidate_rules()
+    rules = candidate_rules(measure)
     table = standard_table() if inflation_table is None else as_table(inflation_table)
+    names = [str(r) for r in rules]
     with Caller(fn, name, timeout) as call:
         obs, lays = _observe(call, measure, rules)
         values = call(table, measure.k, table.source)
-    names = [str(r) for r in rules]
-    found = _verdict(obs, lays, names, measure)
-    if not found.matches:  # single precision?
-        obs.tol = SINGLE_PRECISION
-        loose = _verdict(obs, lays, names, measure)
-        if len(loose.matches) == 1:
-            loose.evidence.append(
-                f"equal up to {SINGLE_PRECISION:g} but not {TOLERANCE:g}: the evaluator computes "
-                "in single precision (float32)"
-            )
-            found = loose
+        found = _verdict(obs, lays, names, measure)
+        if len(found.matches) > 1:
+            _split(call, obs, found, measure)
+        for tol, why in _looser(obs):  # single precision, rounded values
+            if found.matches:
+                break
+            found = _within(call, obs, lays, names, measure, tol, why) or found
+        if not found.matches:  # a behaviour of the evaluator's internals?
+            _behaviour(call, obs, found, measure, table, values)
+        casts = None
+        if casting and found.deterministic:
+            casts = detect_casting(call, measure, obs.table["stored"], lays,
+                                   obs.runs["stored"][0], obs.predicted["stored"]["pessimistic"],
+                                   obs.close, _tag(measure, 95))  # fmt: skip
+            if casts is not None and casts[0] != ["none"]:  # a finding: said in the evidence
+                found.evidence.append(casts[1])
     check = [TieRule(found.rule)] if found.rule in names else []
     try:
         ev = evaluate(table, [measure], [EXACT_RULE, *check], n_seeds=1)
@@ -364,7 +470,9 @@ def probe(
         crafted_rows=len(lays),
         tables=list(obs.runs),
         rows_moved=found.rows_moved,
-        extra={"tolerance": obs.tol},
+        extra={"tolerance": obs.tol,
+               **({"parameters": found.parameters} if found.parameters else {}),
+               **({"score_casting": casts[0]} if casts is not None else {})},  # fmt: skip
     )
 
 

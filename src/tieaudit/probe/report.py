@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 from ..io import atomic_write_many
 from .infer import UNKNOWN, UNSTABLE, ProbeResult
 
-__all__ = ["to_json", "to_markdown", "summary", "write"]
+__all__ = ["to_json", "to_json_many", "to_markdown", "summary", "write"]
 
 
 def _num(v: float) -> float | None:
@@ -28,7 +29,19 @@ def _rule_text(res: ProbeResult) -> str:
         return "unstable (no rule explains the values; they change with the stored order or run)"
     if res.rule == UNKNOWN:
         return "unknown (see the evidence)"
+    params = res.extra.get("parameters")
+    if params:  # a probe-only behaviour (tieaudit.probe.behaviours)
+        shown = ", ".join(f"{k} {v}" for k, v in params.items())
+        return f"{res.rule} ({shown}; a behaviour of the evaluator's internals, no tie rule)"
     return res.rule
+
+
+def _casting(res: ProbeResult) -> str:
+    """The precisions the scores are cast to (``none``), or ``""`` when not looked for."""
+    found = res.extra.get("score_casting")
+    if found is None:
+        return ""
+    return " or ".join(found) or "neither the ties' values nor the strict order's"
 
 
 def _pct(x: float, base: float) -> str:
@@ -53,6 +66,7 @@ def summary(res: ProbeResult) -> str:
         f"  tie rule:            {_rule_text(res)}",
         f"  row-order invariant: {inv}",
         f"  deterministic:       {'yes' if res.deterministic else 'NO (two runs disagreed)'}",
+        *([f"  score casting:       {_casting(res)}"] if _casting(res) not in ("", "none") else []),
         f"  on {res.inflation_table} ({res.n_rows} rows):",
     ]
     lines += [f"    {k + ':':<36}{v}" for k, v in _inflation_lines(res)]
@@ -73,6 +87,7 @@ def to_markdown(res: ProbeResult) -> str:
         f"| tie rule | {_rule_text(res)} |",
         f"| row-order invariant | {inv} |",
         f"| deterministic | {'yes' if res.deterministic else 'no'} |",
+        *([f"| score casting | {_casting(res)} |"] if _casting(res) else []),
         "",
         f"## Inflation on the {res.inflation_table} ({res.n_rows} rows)",
         "",
@@ -93,9 +108,21 @@ def to_markdown(res: ProbeResult) -> str:
     return "\n".join(out) + "\n"
 
 
-def write(res: ProbeResult, out_dir: str | os.PathLike[str]) -> list[Path]:
-    """Write ``probe.json`` and ``probe.md`` into ``out_dir`` (both or neither)."""
+def to_json_many(results: Sequence[ProbeResult]) -> str:
+    """``probe.json`` of several measures: ``{"evaluator": ..., "results": [one object per
+    measure, as :func:`to_json` writes it]}`` (one measure: :func:`to_json`'s object)."""
+    if len(results) == 1:
+        return to_json(results[0])
+    data = {"evaluator": results[0].evaluator, "results": [json.loads(to_json(r)) for r in results]}
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+
+
+def write(
+    res: ProbeResult | Sequence[ProbeResult], out_dir: str | os.PathLike[str]
+) -> list[Path]:
+    """Write ``probe.json`` and ``probe.md`` into ``out_dir`` (both or neither); several results
+    (one per measure) go into one file each, the Markdown one section per measure."""
+    results = [res] if isinstance(res, ProbeResult) else list(res)
     folder = Path(out_dir)
-    return atomic_write_many(
-        {folder / "probe.json": to_json(res), folder / "probe.md": to_markdown(res)}
-    )
+    md = "\n".join(to_markdown(r) for r in results)
+    return atomic_write_many({folder / "probe.json": to_json_many(results), folder / "probe.md": md})

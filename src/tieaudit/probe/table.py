@@ -1,11 +1,13 @@
-"""The evaluator table: every built-in adapter probed, one row each (``evaluators.csv``).
+"""The evaluator table: every built-in adapter probed, one row per adapter and measure
+(``evaluators.csv``).
 
 Columns: ``adapter``, ``library``, ``version`` (``not installed`` when the library is missing:
-nothing is guessed for it), ``call`` (what it wraps), ``metric`` (the measure asked for, or
-``HR@k`` for an adapter that cannot compute it), ``rule`` (the probe's word, ``not installed``
-or ``error``), ``invariant``, ``mean``, ``expected``, ``pessimistic``, ``optimistic`` and
-``inflation`` (``mean - expected``) on the table given, and ``note`` (why a row is incomplete,
-or the evidence for ``unstable``/``unknown``).
+nothing is guessed for it), ``call`` (what it wraps), ``metric`` (the measure probed: each
+measure the adapter computes, at the cutoff asked for), ``rule`` (the probe's word, ``not
+installed`` or ``error``), ``invariant``, ``mean``, ``expected``, ``pessimistic``,
+``optimistic`` and ``inflation`` (``mean - expected``) on the table given, and ``note`` (why a
+row is incomplete, the parameters of a behaviour that is no tie rule, or the evidence for
+``unstable``/``unknown``).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from ..candidates import CandidateTable, as_table
-from ..measures import Measure, parse_measure
+from ..measures import Measure, parse_measure, parse_measures
 from .adapters import Adapter, AdapterError, adapters
 from .infer import DEFAULT_TIMEOUT, ProbeError, ProbeResult, probe
 
@@ -31,48 +33,56 @@ _NUMBERS = ("mean", "expected", "pessimistic", "optimistic", "inflation")
 log = logging.getLogger(__name__)
 
 
-def _measures(measure: Measure) -> list[Measure]:
-    """The measure asked for, else HR at its cutoff (every adapter computes one of the two)."""
-    return [measure] + ([Measure("HR", measure.k)] if measure.name != "HR" else [])
+def _measures(adapter: Adapter, measures: Sequence[Measure]) -> list[Measure]:
+    """The measures of ``measures`` that ``adapter`` computes, in their order."""
+    return [m for m in measures if m.name in adapter.measures]
+
+
+def _rows(
+    adapter: Adapter, measures: Sequence[Measure], table: CandidateTable, timeout: float | None,
+    casting: bool,
+) -> list[dict[str, object]]:  # fmt: skip
+    """One row per measure of ``measures`` the adapter computes (one saying so when none)."""
+    base: dict[str, object] = {c: np.nan for c in _NUMBERS}
+    base.update(adapter=adapter.name, library=adapter.library, call=adapter.call)
+    own = _measures(adapter, measures)
+    if not own:
+        base.update(version=adapter.version() or "not installed", metric="", rule="error",
+                    invariant="", note=f"computes {', '.join(adapter.measures)}, none of "
+                    f"{', '.join(str(m) for m in measures)}")  # fmt: skip
+        return [base]
+    version = adapter.version()
+    if not adapter.available() or version is None:
+        return [{**base, "version": "not installed", "metric": str(m), "rule": "not installed",
+                 "invariant": "", "note": adapter.install} for m in own]  # fmt: skip
+    return [_row({**base, "version": version, "metric": str(m)}, adapter, m, table, timeout,
+                 casting) for m in own]  # fmt: skip
 
 
 def _row(
-    adapter: Adapter, measure: Measure, table: CandidateTable, timeout: float | None
-) -> dict[str, object]:
-    rec: dict[str, object] = {c: np.nan for c in _NUMBERS}
-    rec.update(adapter=adapter.name, library=adapter.library, call=adapter.call)
-    version = adapter.version()
-    if not adapter.available() or version is None:
-        rec.update(version="not installed", metric="", rule="not installed", invariant="",
-                   note=adapter.install)  # fmt: skip
+    rec: dict[str, object], adapter: Adapter, measure: Measure, table: CandidateTable,
+    timeout: float | None, casting: bool,
+) -> dict[str, object]:  # fmt: skip
+    try:
+        res = probe(adapter.evaluator(measure), measure, name=adapter.name,
+                    inflation_table=table, timeout=timeout, casting=casting)  # fmt: skip
+    except (AdapterError, ProbeError) as exc:
+        rec.update(rule="error", invariant="", note=str(exc))
         return rec
-    rec["version"] = version
-    notes = []
-    for m in _measures(measure):
-        try:
-            fn = adapter.evaluator(m)
-        except AdapterError as exc:
-            notes.append(str(exc))
-            continue
-        rec["metric"] = str(m)
-        try:
-            res = probe(fn, m, name=adapter.name, inflation_table=table, timeout=timeout)
-        except ProbeError as exc:
-            rec.update(rule="error", invariant="", note="; ".join([*notes, str(exc)]))
-            return rec
-        return _filled(rec, res, notes)
-    rec.update(metric="", rule="error", invariant="", note="; ".join(notes))
-    return rec
+    return _filled(rec, res)
 
 
-def _filled(rec: dict[str, object], res: ProbeResult, notes: list[str]) -> dict[str, object]:
+def _filled(rec: dict[str, object], res: ProbeResult) -> dict[str, object]:
     rec.update(
         rule=res.rule, invariant="yes" if res.invariant else "no", mean=res.mean,
         expected=res.expected, pessimistic=res.pessimistic, optimistic=res.optimistic,
         inflation=res.inflation,
     )  # fmt: skip
+    notes = [f"{k} {v}" for k, v in res.extra.get("parameters", {}).items()]
+    if res.extra.get("score_casting"):
+        notes.append(f"score casting: {' or '.join(res.extra['score_casting'])}")
     if len(res.evidence) > 1 or res.rule in ("unstable", "unknown"):
-        notes = notes + res.evidence[:2]
+        notes += res.evidence[:2]
     rec["note"] = "; ".join(notes)
     return rec
 
@@ -83,20 +93,33 @@ def evaluator_table(
     names: Sequence[str] | None = None,
     rows: int | None = None,
     timeout: float | None = DEFAULT_TIMEOUT,
+    *,
+    metrics: Sequence[str | Measure] | None = None,
+    casting: bool = False,
+    per_adapter: int | None = None,
 ) -> pd.DataFrame:
-    """Probe every registered adapter (or those ``names``) with ``metric``, the inflation
-    measured on ``data`` (its first ``rows`` rows when given: the adapters that call a library
-    once a row cost milliseconds a row); one row each, in registration order. ``timeout``:
-    seconds one call of an adapter may take (:func:`tieaudit.probe.probe`); one that takes
-    longer is a row with the rule ``error``."""
+    """Probe every registered adapter (or those ``names``) with each measure it computes, the
+    inflation measured on ``data`` (its first ``rows`` rows when given: the adapters that call
+    a library once a row cost milliseconds a row); one row per adapter and measure, adapters in
+    registration order. The measures are ``metrics`` when given, else every measure name an
+    adapter offers at the cutoff of ``metric`` (``metric``'s first). ``timeout``: seconds one
+    call of an adapter may take (:func:`tieaudit.probe.probe`); one that takes longer is a row
+    with the rule ``error``. ``casting``: also look for a cast of the scores (one more call a
+    probe; the note says what was found). ``per_adapter``: probe each adapter with at most
+    that many of the measures, the first it computes (the pipeline's table: 1, the measure
+    asked for or else the next an adapter computes, one probe each)."""
     table = as_table(data)
     if rows is not None:
         table = table.head(rows)
-    measure = parse_measure(metric)
+    first = parse_measure(metric)
+    given = None if metrics is None else parse_measures(metrics)
     records = []
     for adapter in adapters():
         if names is not None and adapter.name not in names:
             continue
+        offered = [first] + [Measure(n, first.k) for n in adapter.measures if n != first.name]
         log.info("probing %s", adapter.name)
-        records.append(_row(adapter, measure, table, timeout))
+        asked = (offered if given is None else given)
+        own = _measures(adapter, asked)[:per_adapter] or asked  # none computed: a row says so
+        records += _rows(adapter, own, table, timeout, casting)
     return pd.DataFrame(records, columns=list(EVALUATOR_COLUMNS))

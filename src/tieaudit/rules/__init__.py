@@ -15,7 +15,9 @@ depends on row order, because the shuffle permutes stored positions; ``reversed_
 order ``np.argsort(scores)[::-1]`` gives. ``item_id`` and ``docno_desc`` are invariant but
 biased: they favour items whose ids sort first (last); ``item_id_numeric`` and
 ``item_id_numeric_desc`` compare the numbers the ids write instead of their text. ``mean_rank``
-is no order but the measure at the tie group's mean rank, as link-prediction papers report it. With several relevant items in one tie
+is no order but the measure at the tie group's mean rank, as link-prediction papers report it;
+``shared_first`` and ``shared_last`` put every relevant item of a group at the group's first
+(last) place (Keras ``in_top_k``; LightFM). With several relevant items in one tie
 group, ``optimistic`` and ``pessimistic`` give them the group's first (last) places; the measures
 do not depend on which relevant item gets which.
 
@@ -52,14 +54,15 @@ __all__ = [
 # The built-in rule kinds, one module each (or one per small family); importing registers them,
 # in the order of the tables and of a summary table's ``before:`` columns.
 from . import input_order, reversed_input, bounds, expected, hashed, random, ids  # noqa: E402, F401
-from . import numeric_ids, mean_rank  # noqa: E402, F401
+from . import numeric_ids, mean_rank, shared  # noqa: E402, F401
 
 #: The kinds registered when this package was imported.
 RULE_KINDS = tuple(k.name for k in rule_kinds())
 
 #: The paper's rules: every kind but ``reversed_input`` and ``docno_desc`` (added for TREC runs
-#: by the CLI), the numeric-id orders (which need whole-number ids) and ``mean_rank`` (a
-#: reported plug-in, not a tie order), seed 0 for the seeded ones.
+#: by the CLI), the numeric-id orders (which need whole-number ids), ``mean_rank`` (a reported
+#: plug-in, not a tie order) and the shared places (ranks of evaluators, not tie orders), seed 0
+#: for the seeded ones.
 DEFAULT_RULES = (
     TieRule("input_order"),
     TieRule("optimistic"),

@@ -101,6 +101,14 @@ class RuleKind:
     per_seed: ClassVar[str | None] = None
     #: :attr:`Result.DISTRIBUTION` only: the rules giving its lowest and highest values.
     support: ClassVar[tuple[str, str] | None] = None
+    #: :attr:`Result.DISTRIBUTION` only: one value per row (variance 0) that no order of the tie
+    #: groups need give (a rank several relevant items share): it names no ``support``, and its
+    #: lowest and highest values are its own.
+    point: ClassVar[bool] = False
+    #: The rule that gives the same values as this kind, on every table, for the measures that
+    #: read a row's best relevant item alone (``HR``, ``MRR``), if any: a probe cannot tell the
+    #: two apart there and names that rule.
+    first_item_twin: ClassVar[str | None] = None
     #: Whether :meth:`block_before` honours ``block.k_max``: it may then record
     #: ``min(b, max(k_max - g, 0))`` (the summary table says so in its ``k_max`` column).
     capped: ClassVar[bool] = False
@@ -198,7 +206,7 @@ def register(kind: RuleKind) -> RuleKind:
             raise ValueError(f"tie rule {name!r} does not declare {attr}")
     if kind.result is Result.SEEDS and kind.per_seed is None:
         raise ValueError(f"tie rule {name!r} gives one ranking per seed but names no per_seed")
-    if kind.result is Result.DISTRIBUTION and kind.support is None:
+    if kind.result is Result.DISTRIBUTION and kind.support is None and not kind.point:
         raise ValueError(f"tie rule {name!r} gives a distribution but names no support")
     _REGISTRY[name] = kind
     return kind

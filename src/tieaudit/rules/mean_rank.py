@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from ..measures import Measure
     from ..ties import TieStructure
 
-__all__ = ["MEAN_RANK", "mean_rank"]
+__all__ = ["AtRank", "MEAN_RANK", "mean_rank"]
 
 
 def mean_rank(ties: TieStructure) -> np.ndarray:
@@ -51,16 +51,20 @@ def mean_rank(ties: TieStructure) -> np.ndarray:
     return ties.g + j * (ties.t + 1) / (ties.r + 1)
 
 
-class MeanRank(FromGroups):
-    name = "mean_rank"
-    order = "none: a tied relevant item at its mean rank, g + (t+1)/2 for one (OGB, PyKEEN)"
-    note = "biased: not the expected measure"
+class AtRank(FromGroups):
+    """A point distribution: every relevant item at a rank computed from its group's ``g``, ``t``
+    and ``r`` (:meth:`ranks`), plugged into the measure (the row's best relevant item alone for
+    ``HR`` and ``MRR``)."""
+
+    def ranks(self, ties: TieStructure) -> np.ndarray:
+        """Per relevant item, the (possibly fractional) rank it is given."""
+        raise NotImplementedError
 
     def distribution(
         self, ties: TieStructure, measures: Sequence[Measure]
     ) -> tuple[dict[Measure, np.ndarray], dict[Measure, np.ndarray]]:
         w = ties.n_rows
-        rank = mean_rank(ties)
+        rank = self.ranks(ties)
         rows, starts = rows_with_items(ties)
         values = {}
         for m in measures:
@@ -76,6 +80,15 @@ class MeanRank(FromGroups):
                 out[rows] = gain[starts]  # the row's first group holding a relevant item
             values[m] = out
         return values, {m: np.zeros(w) for m in measures}
+
+
+class MeanRank(AtRank):
+    name = "mean_rank"
+    order = "none: a tied relevant item at its mean rank, g + (t+1)/2 for one (OGB, PyKEEN)"
+    note = "biased: not the expected measure"
+
+    def ranks(self, ties: TieStructure) -> np.ndarray:
+        return mean_rank(ties)
 
 
 MEAN_RANK = register(MeanRank())

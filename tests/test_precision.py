@@ -1,0 +1,147 @@
+"""Score precision (``--score-precision``): casts and roundings against exact references."""
+
+from __future__ import annotations
+
+import io
+from fractions import Fraction
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tieaudit.candidates import as_table
+from tieaudit.precision import cast_scores, cast_table, parse_precision
+
+
+def _bf16_reference(x: float) -> float:
+    """bfloat16 by brute force: the two neighbours of ``x`` with 8 significant bits (exponents
+    of float32, subnormals included), the nearer one, ties to an even last bit; exact
+    arithmetic."""
+    if x == 0 or not np.isfinite(x):
+        return x
+    fx = Fraction(x)
+    e = max(int(np.floor(np.log2(abs(x)))), -126)  # subnormals share the smallest exponent
+    step = Fraction(2) ** (e - 7)
+    low = (abs(fx) // step) * step
+    high = low + step
+    pick = low if abs(fx) - low < high - abs(fx) else high
+    if abs(fx) - low == high - abs(fx):
+        pick = low if (low / step) % 2 == 0 else high
+    biggest = (2 - Fraction(2) ** -7) * Fraction(2) ** 127
+    if pick > biggest:
+        return float(np.copysign(np.inf, x))
+    return float(pick) * (1 if x > 0 else -1)
+
+
+def test_bfloat16_is_the_correctly_rounded_value() -> None:
+    rng = np.random.default_rng(3)
+    x = np.concatenate([
+        rng.normal(size=2000) * 10.0 ** rng.integers(-40, 39, 2000),
+        # halfway cases and their neighbours: 8 significant bits, then exactly half a step
+        (1 + (np.arange(200) + 0.5) / 128) * 2.0 ** rng.integers(-20, 20, 200),
+        np.nextafter((1 + (np.arange(50) + 0.5) / 128), 3.0),
+        [0.0, -0.0, 1.0, -1.0, 3.4e38, -3.4e38, 1e39, 1e-45, 1e-39, np.inf, -np.inf],
+    ])  # fmt: skip
+    got = cast_scores(x, "bfloat16")
+    want = np.array([_bf16_reference(float(v)) for v in x])
+    assert np.array_equal(got, want), x[got != want][:5]
+
+
+def test_bfloat16_rounds_half_to_even() -> None:
+    # 1 + 1/256 is halfway between 1 and 1 + 1/128: to 1 (even); 1 + 3/256: to 1 + 2/128
+    assert cast_scores(np.array([1 + 1 / 256, 1 + 3 / 256]), "bfloat16").tolist() == [
+        1.0, 1 + 2 / 128]  # fmt: skip
+
+
+@pytest.mark.parametrize(("precision", "dtype"), [("float32", np.float32), ("float16", np.float16)])
+def test_float_casts_are_numpy_s(precision: str, dtype) -> None:
+    x = np.random.default_rng(1).normal(size=500) * 1e3
+    assert np.array_equal(cast_scores(x, precision), x.astype(dtype).astype(np.float64))
+
+
+def test_rounding_to_decimals() -> None:
+    x = np.array([0.123456, 0.123454, 2.5, -1.000004])
+    assert cast_scores(x, "round:5").tolist() == [0.12346, 0.12345, 2.5, -1.0]
+    assert cast_scores(x, "round:0").tolist() == [0.0, 0.0, 2.0, -1.0]
+
+
+@pytest.mark.parametrize("bad", ["float64", "round", "round:-1", "round:16", "round:x", "FP16"])
+def test_bad_precisions_are_named(bad: str) -> None:
+    with pytest.raises(ValueError, match=f"unknown score precision {bad!r}; give one of float32"):
+        parse_precision(bad)
+
+
+def test_a_cast_makes_ties_and_a_summary_table_is_refused() -> None:
+    frame = pd.DataFrame({"row": "a", "user_id": "u", "item_id": ["x", "y", "z"],
+                          "label": [1, 0, 0], "score": [1.0, 1.0 + 2**-12, 0.5]})  # fmt: skip
+    table = as_table(frame)
+    assert cast_table(table, None) is table
+    half = cast_table(table, "float16")  # 11 significant bits: the first two tie
+    assert half.score.tolist() == [1.0, 1.0, 0.5]
+    assert cast_table(table, "float32").score.tolist() == table.score.tolist()
+    summary = as_table(pd.DataFrame({"row": ["a"], "user_id": ["u"], "item_id": ["x"],
+                                     "label": [1], "score": [1.0], "n_higher": [0],
+                                     "n_tied": [3], "n_lower": [5]}))  # fmt: skip
+    with pytest.raises(ValueError, match="counts candidates it does not store"):
+        cast_table(summary, "float16")
+
+
+# ---------------------------------------------------------------------- the command line
+def _near_ties(path) -> str:
+    """Scores that differ only below two decimals (and below float16's 11 bits) around 3."""
+    rng = np.random.default_rng(0)
+    lines = [(f"r{r}", f"u{r}", f"i{j}", int(j == 0), 3.0 + 0.001 * float(s))
+             for r in range(40) for j, s in enumerate(rng.normal(size=20))]  # fmt: skip
+    pd.DataFrame(lines, columns=["row", "user_id", "item_id", "label", "score"]).to_csv(
+        path, index=False)  # fmt: skip
+    return str(path)
+
+
+def test_evaluate_casts_before_ranking(tmp_path, capsys) -> None:
+    from tieaudit.cli import main
+
+    data = _near_ties(tmp_path / "c.csv")
+    args = [data, "-m", "nDCG@10", "-r", "input_order", "expected", "--format", "csv"]
+    values = {}
+    for p in (None, "round:2", "float16", "round:6"):
+        assert main(["evaluate", *args, *(["--score-precision", p] if p else [])]) == 0
+        frame = pd.read_csv(io.StringIO(capsys.readouterr().out))
+        values[p] = frame.set_index("rule")["value"]
+    assert values[None]["input_order"] == pytest.approx(values[None]["expected"])  # no ties
+    # every score of a row rounds to 3.0: the relevant item, stored first, wins every tie
+    assert values["round:2"]["input_order"] == 1.0 > values["round:2"]["expected"]
+    assert values["float16"]["input_order"] > values["float16"]["expected"]
+    assert values["round:6"].equals(values[None])
+
+
+def test_audit_says_what_the_cast_does(tmp_path, capsys) -> None:
+    from tieaudit.cli import main
+
+    data = _near_ties(tmp_path / "c.csv")
+    out = tmp_path / "audit"
+    assert main(["audit", data, "-m", "nDCG@10", "-r", "input_order", "expected",
+                 "--score-precision", "round:2", "-o", str(out)]) == 0  # fmt: skip
+    err = capsys.readouterr().err
+    assert ("--score-precision round:2: the relevant item ties in 100.0% of the rows (0.0% "
+            "uncast); input_order - expected nDCG@10: +") in err  # fmt: skip
+    inv = pd.read_csv(out / "invariance.csv").drop_duplicates("rule").set_index("rule")
+    assert inv.loc["input_order", "invariant"] == "no"
+
+
+def test_a_bad_precision_or_a_summary_table_is_refused(tmp_path, capsys) -> None:
+    from tieaudit.cli import main
+
+    data = _near_ties(tmp_path / "c.csv")
+    with pytest.raises(SystemExit) as exc:
+        main(["evaluate", data, "--score-precision", "float8"])
+    assert exc.value.code == 2
+    assert "unknown score precision 'float8'" in capsys.readouterr().err
+    summary = tmp_path / "s.csv"
+    pd.DataFrame({"row": ["a"], "user_id": ["u"], "item_id": ["x"], "label": [1],
+                  "score": [1.0], "n_higher": [0], "n_tied": [3],
+                  "n_lower": [5]}).to_csv(summary, index=False)  # fmt: skip
+    out = tmp_path / "m.csv"
+    assert main(["evaluate", str(summary), "--score-precision", "float16", "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("tieaudit: error: ") and "counts candidates it does not store" in err
+    assert not out.exists()
