@@ -2,7 +2,8 @@
 
 An adapter whose library is missing is skipped with how to install it, except the light ones
 (the ``probe`` extra) under CI, where ``make test`` installs them: there a missing one fails. The
-torch adapters (marker ``torch``) run by ``make test-adapters``.
+torch adapters (marker ``torch``) run by ``make test-adapters``; the libraries no extra installs run
+in ``make census``, each in its own environment (:mod:`tieaudit.probe.census`).
 """
 
 from __future__ import annotations
@@ -31,6 +32,16 @@ EXPECTED = {
     "ir_measures": ("HR@10", "docno_desc"),
     "torchmetrics": ("nDCG@10", "expected"),
     "recbole": ("HR@10", "unstable"),
+    "ir_measures-pytrec_eval": ("nDCG@10", "docno_desc"),
+    "ir_measures-msmarco": ("MRR@10", "item_id"),
+    "ir_measures-gdeval": ("nDCG@10", "unknown"),  # its output is rounded to 5 decimals
+    "ir_measures-cwl_eval": ("P@10", "input_order"),
+    "ir_measures-pyndeval": ("P@10", "item_id"),
+    "ir_measures-trectools": ("P@10", "input_order"),
+    "trectools": ("MRR@10", "docno_desc"),
+    "rankereval": ("nDCG@10", "RANKEREVAL"),
+    "implicit": ("nDCG@10", "unstable"),  # a bounded heap of K, first K stored kept
+    "rectools": ("nDCG@10", "unstable"),  # implicit's heap
 }
 TORCH = {"torchmetrics", "recbole"}
 
@@ -57,7 +68,7 @@ def test_adapter_rule(name: str, metric: str, rule: str) -> None:
     assert res.rule == rule, res.evidence
     assert res.deterministic  # none of them draws random numbers
     assert res.invariant == (rule in ("optimistic", "pessimistic", "expected", "docno_desc",
-                                      "mean_rank", "unknown"))  # fmt: skip
+                                      "item_id", "mean_rank", "unknown"))  # fmt: skip
 
 
 def test_every_adapter_has_an_expectation() -> None:

@@ -181,16 +181,26 @@ def probe_one(adapter_name: str, metric: str) -> dict[str, object]:
     return out
 
 
+def _version(python: Path | str, adapter_name: str) -> str:
+    """The library's installed version in ``python``'s environment (without importing it)."""
+    code = ("import importlib.metadata as m, sys\ntry: print(m.version(sys.argv[1]))\n"
+            "except m.PackageNotFoundError: pass")  # fmt: skip
+    dist = get_adapter(adapter_name).distribution
+    out = subprocess.run([str(python), "-c", code, dist], capture_output=True, text=True)
+    return out.stdout.strip()
+
+
 def _child(python: Path | str, adapter_name: str, metric: str, timeout: float) -> dict:
     env = dict(os.environ, PYTHONPATH=str(_SRC), PYTHONHASHSEED="0")
     cmd = [str(python), "-m", "tieaudit.probe.census", "--child", adapter_name, metric]
     try:
         out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
     except subprocess.TimeoutExpired:
-        return {"error": f"no result within {timeout:g} s"}
+        return {"error": f"no result within {timeout:g} s", "version": _version(python, adapter_name)}
     lines = out.stdout.strip().splitlines()
     if out.returncode != 0 or not lines:
-        return {"error": f"the probe exited with {out.returncode}: {_gist(out.stderr)}"}
+        return {"error": f"the probe exited with {out.returncode}: {_gist(out.stderr)}",
+                "version": _version(python, adapter_name)}  # fmt: skip
     return json.loads(lines[-1])
 
 
