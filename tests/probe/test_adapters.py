@@ -42,6 +42,8 @@ EXPECTED = {
     "rankereval": ("nDCG@10", "RANKEREVAL"),
     "implicit": ("nDCG@10", "unstable"),  # a bounded heap of K, first K stored kept
     "rectools": ("nDCG@10", "unstable"),  # implicit's heap
+    "replay": ("nDCG@10", "docno_desc"),
+    "replay-polars": ("nDCG@10", "docno_desc"),
 }
 TORCH = {"torchmetrics", "recbole"}
 

@@ -11,7 +11,7 @@ import pandas as pd
 
 from ...measures import Measure
 from .base import Adapter, register
-from ._common import rows
+from ._common import padded
 
 _METRICS = {"nDCG": ("NDCG", {"divide_by_achievable": True}), "MRR": ("MRR", {}),
             "P": ("Precision", {}), "Recall": ("Recall", {})}  # fmt: skip
@@ -24,21 +24,15 @@ def build(measure: Measure):
     name, options = _METRICS[measure.name]
 
     def fn(frame: pd.DataFrame, k: int) -> list[float]:
-        got = list(rows(frame))
-        width = max(len(r.score) for r in got) + k
-        users = np.empty((len(got), width), dtype=np.float64)
-        truth = []
-        for u, r in enumerate(got):
-            users[u] = r.score.min() - 1.0
-            users[u, : len(r.score)] = r.score
-            truth += [(u, int(i)) for i in np.flatnonzero(r.label > 0)]
-        ranker = ImplicitRanker(Distance.DOT, users, np.eye(width), num_threads=1)
-        user, item, _ = ranker.rank(np.arange(len(got)), k=k)
+        users, relevant = padded(frame, extra=k)
+        truth = [(u, int(i)) for u, places in enumerate(relevant) for i in places]
+        ranker = ImplicitRanker(Distance.DOT, users, np.eye(users.shape[1]), num_threads=1)
+        user, item, _ = ranker.rank(np.arange(len(users)), k=k)
         reco = pd.DataFrame({Columns.User: user, Columns.Item: item})
         reco[Columns.Rank] = reco.groupby(Columns.User).cumcount() + 1
         interactions = pd.DataFrame(truth, columns=[Columns.User, Columns.Item])
         per_user = getattr(metrics, name)(k=k, **options).calc_per_user(reco, interactions)
-        return [float(per_user.get(u, 0.0)) for u in range(len(got))]
+        return [float(per_user.get(u, 0.0)) for u in range(len(users))]
 
     return fn
 
