@@ -44,6 +44,8 @@ EXPECTED = {
     "rectools": ("nDCG@10", "unstable"),  # implicit's heap
     "replay": ("nDCG@10", "docno_desc"),
     "replay-polars": ("nDCG@10", "docno_desc"),
+    "ogb": ("HR@10", "mean_rank"),
+    "recsys_metrics": ("nDCG@10", "unknown"),  # torch.topk, float32
 }
 TORCH = {"torchmetrics", "recbole"}
 
