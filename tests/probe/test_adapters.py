@@ -46,6 +46,7 @@ EXPECTED = {
     "replay-polars": ("nDCG@10", "docno_desc"),
     "ogb": ("HR@10", "mean_rank"),
     "recsys_metrics": ("nDCG@10", "unknown"),  # torch.topk, float32
+    "torcheval": ("HR@10", "optimistic"),  # counts the candidates scoring strictly higher
 }
 TORCH = {"torchmetrics", "recbole"}
 VARIANT = {"recsys_metrics"}  # unknown, and not row-order invariant either
