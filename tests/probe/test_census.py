@@ -115,3 +115,17 @@ def test_the_command_line_names_a_bad_requirement_file(tmp_path: Path, capsys) -
     err = capsys.readouterr().err
     assert err.startswith("tieaudit: error: ") and str(bad) in err
     assert not out.exists()
+
+
+def test_a_child_that_gives_no_result_is_a_line_saying_why() -> None:
+    import sys
+
+    got = census_mod._children(sys.executable, "numpy-stable", ["nDCG@10", "HR@10"], timeout=0.01)
+    assert [g["error"] for g in got] == ["no result within 0.01 s"] * 2
+    assert got[0]["version"] == adapters_version("numpy-stable")
+
+
+def adapters_version(name: str) -> str:
+    from tieaudit.probe import get_adapter
+
+    return get_adapter(name).version()

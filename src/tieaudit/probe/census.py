@@ -12,8 +12,8 @@ imports it from this checkout's ``src`` (``PYTHONPATH``), so pip cannot change t
 pins. A stamp holding the requirement list marks an environment complete; a changed list
 rebuilds it.
 
-For every adapter and every measure it computes (at cutoff :data:`K`), a child process in the
-adapter's environment runs :func:`tieaudit.probe.probe` and prints one JSON object; the parent
+For every adapter, one child process in its environment runs :func:`tieaudit.probe.probe` for
+every measure the adapter computes (at cutoff :data:`K`), printing one JSON object each; the parent
 collects them into :data:`CENSUS_COLUMNS` and writes ``evaluators.csv`` and ``evaluators.md``
 (lines sorted, numbers rounded: the same environments give the same bytes). An environment that
 cannot be installed gives each of its adapters one line saying so, with the gist of pip's error;
@@ -190,18 +190,26 @@ def _version(python: Path | str, adapter_name: str) -> str:
     return out.stdout.strip()
 
 
-def _child(python: Path | str, adapter_name: str, metric: str, timeout: float) -> dict:
+def _children(python: Path | str, adapter_name: str, metrics: list[str], timeout: float
+              ) -> list[dict]:  # fmt: skip
+    """Every metric of one adapter probed by one child (the library imported once): one JSON
+    object a line, in the order asked; a child that fails gives each missing metric its error."""
     env = dict(os.environ, PYTHONPATH=str(_SRC), PYTHONHASHSEED="0")
-    cmd = [str(python), "-m", "tieaudit.probe.census", "--child", adapter_name, metric]
+    cmd = [str(python), "-m", "tieaudit.probe.census", "--child", adapter_name, *metrics]
     try:
         out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return {"error": f"no result within {timeout:g} s", "version": _version(python, adapter_name)}
-    lines = out.stdout.strip().splitlines()
-    if out.returncode != 0 or not lines:
-        return {"error": f"the probe exited with {out.returncode}: {_gist(out.stderr)}",
-                "version": _version(python, adapter_name)}  # fmt: skip
-    return json.loads(lines[-1])
+        stdout, why = out.stdout, f"the probe exited with {out.returncode}: {_gist(out.stderr)}"
+    except subprocess.TimeoutExpired as exc:
+        stdout, why = exc.stdout or "", f"no result within {timeout:g} s"
+        stdout = stdout.decode() if isinstance(stdout, bytes) else stdout
+    got = {}
+    for line in stdout.splitlines():
+        if line.startswith('{"adapter": '):
+            rec = json.loads(line)
+            got[rec["metric"]] = rec
+    missing = [m for m in metrics if m not in got]
+    version = _version(python, adapter_name) if missing else ""
+    return [got.get(m, {"error": why, "version": version}) for m in metrics]
 
 
 def _line(adapter_name: str, env: str, metric: str, got: dict) -> dict[str, object]:
@@ -226,12 +234,12 @@ def census(
     cache: str | Path | None,
     names: Sequence[str] | None = None,
     requirements: str | Path = REQUIREMENTS,
-    timeout: float = 1800.0,
+    timeout: float = 3600.0,
 ) -> pd.DataFrame:
     """Probe every adapter (those ``names``) for every measure it computes, each in its own
     environment under ``cache`` (``None``: every one in this interpreter, nothing installed: the
-    libraries this environment has, and a line saying which it lacks). ``timeout``: seconds one
-    child may take."""
+    libraries this environment has, and a line saying which it lacks). ``timeout``: seconds the
+    child probing one adapter's measures may take."""
     records = []
     for env in environments(requirements, names):
         started = time.monotonic()
@@ -248,10 +256,10 @@ def census(
                     records.append(_line(name, env.name, metric,
                                          {"error": f"{NOT_INSTALLED}: {reason}"}))  # fmt: skip
                 continue
-            for metric in metrics:
-                log.info("probing %s %s", name, metric)
-                records.append(_line(name, env.name, metric, _child(python, name, metric,
-                                                                     timeout)))  # fmt: skip
+            log.info("probing %s: %s", name, ", ".join(metrics))
+            for metric, got in zip(metrics, _children(python, name, metrics, timeout),
+                                   strict=True):  # fmt: skip
+                records.append(_line(name, env.name, metric, got))
         log.info("%s done in %.0f s", env.name, time.monotonic() - started)
     frame = pd.DataFrame(records, columns=list(CENSUS_COLUMNS))
     for c in ("behaviour", "version"):  # a library that could not be installed says so
@@ -316,10 +324,12 @@ def main(argv: Iterable[str] | None = None) -> int:
                         help="the pinned requirements (default: the adapters' census.toml)")  # fmt: skip
     parser.add_argument("--adapter", action="append", dest="names", metavar="NAME",
                         help="only this adapter (repeatable)")  # fmt: skip
-    parser.add_argument("--child", nargs=2, metavar=("ADAPTER", "METRIC"), help=argparse.SUPPRESS)
+    parser.add_argument("--child", nargs="+", metavar="ADAPTER METRIC", help=argparse.SUPPRESS)
     args = parser.parse_args(None if argv is None else list(argv))
     if args.child:
-        print(json.dumps(probe_one(*args.child), allow_nan=True))
+        name, *metrics = args.child
+        for metric in metrics:
+            print(json.dumps(probe_one(name, metric), allow_nan=True), flush=True)
         return 0
     logging.basicConfig(level=logging.INFO, format="census: %(message)s")
     try:
