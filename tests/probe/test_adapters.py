@@ -47,6 +47,7 @@ EXPECTED = {
     "ogb": ("HR@10", "mean_rank"),
     "recsys_metrics": ("nDCG@10", "unknown"),  # torch.topk, float32
     "torcheval": ("HR@10", "optimistic"),  # counts the candidates scoring strictly higher
+    "beir": ("HR@10", "input_order"),  # MRR: unknown, rounded to 5 decimals
 }
 TORCH = {"torchmetrics", "recbole"}
 VARIANT = {"recsys_metrics"}  # unknown, and not row-order invariant either
