@@ -260,6 +260,8 @@ def census(
             for metric, got in zip(metrics, _children(python, name, metrics, timeout),
                                    strict=True):  # fmt: skip
                 records.append(_line(name, env.name, metric, got))
+                log.info("%s %s: %s %s", name, metric, records[-1]["behaviour"],
+                         records[-1]["note"][:200])  # fmt: skip
         log.info("%s done in %.0f s", env.name, time.monotonic() - started)
     frame = pd.DataFrame(records, columns=list(CENSUS_COLUMNS))
     for c in ("behaviour", "version"):  # a library that could not be installed says so
