@@ -48,6 +48,7 @@ EXPECTED = {
     "recsys_metrics": ("nDCG@10", "unknown"),  # torch.topk, float32
     "torcheval": ("HR@10", "optimistic"),  # counts the candidates scoring strictly higher
     "beir": ("HR@10", "input_order"),  # MRR: unknown, rounded to 5 decimals
+    "sentence-transformers": ("nDCG@10", "item_id"),  # hits sorted by (-score, corpus_id)
 }
 TORCH = {"torchmetrics", "recbole"}
 VARIANT = {"recsys_metrics"}  # unknown, and not row-order invariant either
