@@ -50,6 +50,7 @@ EXPECTED = {
     "beir": ("HR@10", "input_order"),  # MRR: unknown, rounded to 5 decimals
     "sentence-transformers": ("nDCG@10", "item_id"),  # hits sorted by (-score, corpus_id)
     "keras-in_top_k": ("HR@10", "optimistic"),  # every tied item counts as inside the top k
+    "lightfm": ("P@10", "pessimistic"),  # a tied relevant item gets the group's last place
 }
 TORCH = {"torchmetrics", "recbole"}
 VARIANT = {"recsys_metrics"}  # unknown, and not row-order invariant either
