@@ -13,7 +13,7 @@ QUIET  := $(BIN)/python -m tieaudit.quiet
 # tests/conftest.py gives (the end-to-end ones first), not largest first
 PYTEST := $(BIN)/python -m pytest -q -n auto --dist loadscope --no-loadscope-reorder
 
-.PHONY: help venv test test-fast test-mutations test-adapters test-slurm lint docs demo paper screenshot bench clean
+.PHONY: help venv test test-fast test-mutations test-adapters test-slurm census lint docs demo paper screenshot bench clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/'
@@ -43,6 +43,11 @@ test-adapters: $(STAMP)  ## probe the torch and jit adapters (installs torch 2.1
 	$(BIN)/python -m pip install --quiet torch==2.13.0
 	$(BIN)/python -m pip install --quiet -e ".[probe-torch]"
 	$(BIN)/python -m pytest -q -m "torch or jit" tests/probe
+
+# every adapter's library in an environment of its own under .census/ (pins from
+# src/tieaudit/probe/adapters/census.toml), probed there; never part of make test
+census: $(STAMP)  ## probe every adapter's library in its own environment; results/census/evaluators.{csv,md}
+	nice -n 10 $(BIN)/python -m tieaudit.probe.census --cache .census --out results/census
 
 test-slurm: $(STAMP)  ## run the demo through a throw-away one-node Slurm cluster (root; about 15 min)
 	bash tests/slurm/run_slurm_test.sh
@@ -80,4 +85,4 @@ bench: $(STAMP)  ## run the benchmarks (minutes; prints ratios measured side by 
 	$(BIN)/python benchmarks/bench_evaluate.py
 
 clean:  ## remove the virtualenv and caches (never data/ or results/)
-	rm -rf $(VENV) .pytest_cache .hypothesis .ruff_cache site docs/reference/_generated
+	rm -rf $(VENV) .census .pytest_cache .hypothesis .ruff_cache site docs/reference/_generated

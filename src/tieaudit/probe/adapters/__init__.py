@@ -22,4 +22,7 @@ __all__ = ["Adapter", "AdapterError", "register", "get_adapter", "adapters", "ad
 # The built-in adapters, one module per library or family of idioms; importing registers them
 # (none imports its library before it is asked for an evaluator).
 from . import numpy_idioms, scikit_learn, ranx_eval, trec_eval, ir_measures_eval  # noqa: E402, F401
+from . import rankereval_eval, trectools_eval, implicit_eval, rectools_eval  # noqa: E402, F401
+from . import replay_eval, ogb_eval, keras_eval, lightfm_eval, beir_eval  # noqa: E402, F401
+from . import recsys_metrics_eval, torcheval_eval, sentence_transformers_eval  # noqa: E402, F401
 from . import torchmetrics_eval, recbole_eval  # noqa: E402, F401

@@ -10,7 +10,9 @@ import pandas as pd
 
 from ...measures import Measure
 
-__all__ = ["Row", "rows", "row_codes", "at_ranks", "per_row", "trec_dicts"]
+__all__ = [
+    "Row", "rows", "row_codes", "at_ranks", "per_row", "trec_dicts", "padded", "one_target",
+]  # fmt: skip
 
 
 class Row:
@@ -86,3 +88,26 @@ def trec_dicts(
         if label > 0:
             qrels[q][item] = int(label)
     return qrels, run, queries
+
+
+def padded(frame: pd.DataFrame, extra: int = 0) -> tuple[np.ndarray, list[np.ndarray]]:
+    """Every row's scores in one matrix (rows padded to the longest plus ``extra`` places, each
+    pad scoring below every candidate of its row), and each row's relevant places."""
+    got = list(rows(frame))
+    width = max(len(r.score) for r in got) + extra
+    scores = np.empty((len(got), width), dtype=np.float64)
+    relevant = []
+    for i, r in enumerate(got):
+        scores[i] = r.score.min() - 1.0
+        scores[i, : len(r.score)] = r.score
+        relevant.append(np.flatnonzero(r.label > 0))
+    return scores, relevant
+
+
+def one_target(relevant: list[np.ndarray], library: str) -> np.ndarray:
+    """The one relevant place of every row; ``ValueError`` naming a row with more or fewer."""
+    for i, places in enumerate(relevant):
+        if len(places) != 1:
+            raise ValueError(f"{library} takes one relevant item a row; row {i + 1} has "
+                             f"{len(places)}")  # fmt: skip
+    return np.asarray([p[0] for p in relevant])

@@ -1,15 +1,39 @@
 """ir_measures: ``ir_measures.iter_calc([nDCG@k] | [Success@k], qrels, run)``, with the
-provider ir_measures picks (the version line names the library only)."""
+provider ir_measures picks (the version line names the library only), and each provider on its
+own: ``ir_measures.<provider>.evaluator([measure], qrels).iter_calc(run)``.
+
+Each provider computes the probe's measures under its own names (:data:`PROVIDERS`). The qrels
+hold the relevant items only, so with one subtopic per query ndeval's intent-aware ``P_IA@k`` is P@k and ``StRecall@k`` (the share
+of subtopics found in the top k) is HR@k. gdeval's ``nDCG(dcg='exp-log2')`` gains ``2^rel - 1``,
+which is 1 for binary labels; gdeval.pl reads numeric query ids only, so every provider gets the
+queries numbered in order of first appearance. The providers ``judged`` (``Judged@k`` divides by
+the documents retrieved when fewer than k), ``runtime`` (a measure the user defines), ``compat``
+and ``accuracy`` compute none of the probe's measures.
+"""
 
 from __future__ import annotations
 
 import pandas as pd
 
 from ...measures import Measure
-from .base import Adapter, register
+from .base import Adapter, AdapterError, register
 from ._common import trec_dicts
 
 _NAMES = {"nDCG": "nDCG", "HR": "Success"}
+
+#: provider -> (library, module, distribution, {probe measure: ir_measures measure}); ``{k}``
+#: is the cutoff.
+PROVIDERS = {
+    "pytrec_eval": ("trec_eval (pytrec_eval)", "pytrec_eval", "pytrec-eval-terrier",
+                    {"nDCG": "nDCG@{k}", "HR": "Success@{k}", "P": "P@{k}", "Recall": "R@{k}"}),
+    "msmarco": ("MS MARCO eval (ir_measures)", "ir_measures", "ir-measures", {"MRR": "RR@{k}"}),
+    "cwl_eval": ("cwl_eval", "cwl", "cwl-eval", {"P": "P@{k}"}),
+    "pyndeval": ("ndeval (pyndeval)", "pyndeval", "pyndeval",
+                 {"P": "P_IA@{k}", "HR": "StRecall@{k}"}),
+    "trectools": ("trectools", "trectools", "trectools", {"nDCG": "nDCG@{k}", "P": "P@{k}"}),
+    "gdeval": ("gdeval.pl (ir_measures)", "ir_measures", "ir-measures",
+               {"nDCG": "nDCG(dcg='exp-log2')@{k}"}),
+}  # fmt: skip
 
 
 def build(measure: Measure):
@@ -24,9 +48,43 @@ def build(measure: Measure):
     return fn
 
 
+def _provider(provider: str, names: dict[str, str]):
+    def build_provider(measure: Measure):
+        import ir_measures
+
+        impl = ir_measures.providers.registry[provider]
+        try:
+            impl._check_available()
+        except RuntimeError as exc:  # gdeval without perl, a missing library
+            raise AdapterError(" ".join(str(exc).split())) from None
+
+        def fn(frame: pd.DataFrame, k: int) -> list[float]:
+            qrels, run, queries = trec_dicts(frame)
+            number = {q: str(i) for i, q in enumerate(queries, start=1)}
+            qrels = {number[q]: v for q, v in qrels.items()}
+            run = {number[q]: v for q, v in run.items()}
+            m = ir_measures.parse_measure(names[measure.name].format(k=k))
+            got = {x.query_id: float(x.value) for x in impl.evaluator([m], qrels).iter_calc(run)}
+            return [got[number[q]] for q in queries]
+
+        return fn
+
+    return build_provider
+
+
 register(
     Adapter(
         "ir_measures", "ir_measures", "ir_measures", "ir-measures",
         "ir_measures.iter_calc([nDCG@k], qrels, run)", ("nDCG", "HR"), build, extra="probe",
     )
 )  # fmt: skip
+for _provider_name, (_library, _module, _dist, _names) in PROVIDERS.items():
+    register(
+        Adapter(
+            f"ir_measures-{_provider_name}", _library, _module, _dist,
+            f"ir_measures.{_provider_name}.evaluator([{', '.join(_names.values())}], qrels)"
+            ".iter_calc(run)",
+            tuple(_names), _provider(_provider_name, _names),
+            extra="probe" if _dist in ("ir-measures", "pytrec-eval-terrier") else None,
+        )
+    )  # fmt: skip

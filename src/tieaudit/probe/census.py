@@ -1,0 +1,348 @@
+"""The census: every registered adapter's library installed in an environment of its own and
+probed there, one line per library, version, function and measure (``make census``).
+
+The pinned requirements live in one file, :data:`REQUIREMENTS` (``adapters/census.toml``): one
+table per registered adapter, giving either its ``requirements`` or ``env``, the adapter whose
+environment it shares (the ir_measures providers share one). Pins that conflict (numpy < 2 for
+rankereval, torch for others) coexist because every environment is separate. An environment is
+``CACHE/<env>/`` (a virtualenv made with this interpreter), installed once with one ``pip
+install`` of the pins and tieaudit's own dependencies (read from ``pyproject.toml``, unpinned,
+so the resolver fits them to the pins); tieaudit itself is never installed there: the child
+imports it from this checkout's ``src`` (``PYTHONPATH``), so pip cannot change the library's
+pins. A stamp holding the requirement list marks an environment complete; a changed list
+rebuilds it.
+
+For every adapter, one child process in its environment runs :func:`tieaudit.probe.probe` for
+every measure the adapter computes (at cutoff :data:`K`), printing one JSON object each; the parent
+collects them into :data:`CENSUS_COLUMNS` and writes ``evaluators.csv`` and ``evaluators.md``
+(lines sorted, numbers rounded: the same environments give the same bytes). An environment that
+cannot be installed gives each of its adapters one line saying so, with the gist of pip's error;
+a child that fails gives a line with the rule ``error`` and its message. Nothing is guessed.
+
+    python -m tieaudit.probe.census --cache .census --out results/census
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import logging
+import os
+import subprocess
+import sys
+import time
+import tomllib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from .adapters import AdapterError, adapters, get_adapter
+
+__all__ = [
+    "CENSUS_COLUMNS", "K", "REQUIREMENTS", "CensusError", "Environment", "census",
+    "environments", "probe_one", "write_census",
+]  # fmt: skip
+
+log = logging.getLogger(__name__)
+
+#: The pinned requirements of every adapter's environment.
+REQUIREMENTS = Path(__file__).with_name("adapters") / "census.toml"
+#: The cutoff every measure is probed at.
+K = 10
+#: The columns of ``evaluators.csv``.
+CENSUS_COLUMNS = (
+    "library", "version", "function", "measure", "behaviour", "invariant", "mean", "expected",
+    "inflation", "adapter", "env", "note",
+)  # fmt: skip
+_NUMBERS = ("mean", "expected", "inflation")
+_SRC = Path(__file__).resolve().parents[2]  # the folder holding the tieaudit package
+_PYPROJECT = _SRC.parent / "pyproject.toml"
+NOT_INSTALLED = "not installed"
+
+
+class CensusError(ValueError):
+    """The requirement list is malformed or does not match the adapter registry."""
+
+
+@dataclass(frozen=True)
+class Environment:
+    """One environment of the census: its name (the folder), its pins and its adapters."""
+
+    name: str
+    requirements: tuple[str, ...]
+    adapters: tuple[str, ...]
+
+    @property
+    def digest(self) -> str:
+        """What the stamp holds: the requirement list installed (base dependencies included)."""
+        text = "\n".join([*self.requirements, *base_requirements()])
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def base_requirements() -> list[str]:
+    """tieaudit's own dependencies (``[project] dependencies`` of ``pyproject.toml``): what the
+    probe imports besides the library under test."""
+    if not _PYPROJECT.is_file():  # an installed copy: the running interpreter's own
+        return []
+    with _PYPROJECT.open("rb") as fh:
+        return list(tomllib.load(fh)["project"]["dependencies"])
+
+
+def environments(path: str | Path = REQUIREMENTS, names: Sequence[str] | None = None
+                 ) -> list[Environment]:  # fmt: skip
+    """The census environments read from ``path``, each with the registered adapters it runs
+    (those in ``names`` when given), sorted by name. :class:`CensusError` when a registered
+    adapter has no table, a table names no registered adapter, or an ``env`` points nowhere."""
+    path = Path(path)
+    try:
+        with path.open("rb") as fh:
+            spec = tomllib.load(fh)
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise CensusError(f"{path}: {exc}") from None
+    registered = [a.name for a in adapters()]
+    missing = [n for n in registered if n not in spec]
+    unknown = sorted(set(spec) - set(registered))
+    if missing or unknown:
+        raise CensusError(
+            f"{path}: every registered adapter needs one table; "
+            + "; ".join(
+                ([f"missing: {', '.join(missing)}"] if missing else [])
+                + ([f"not registered: {', '.join(unknown)}"] if unknown else [])
+            )
+        )
+    owner: dict[str, str] = {}
+    for name in registered:
+        entry = spec[name]
+        if ("env" in entry) == ("requirements" in entry) or set(entry) - {"env", "requirements"}:
+            raise CensusError(f"{path}: [{name}] needs exactly one of 'requirements' or 'env'")
+        target = entry.get("env", name)
+        if target != name and "requirements" not in spec.get(target, {}):
+            raise CensusError(f"{path}: [{name}] env = {target!r}, which has no requirements")
+        owner[name] = target
+    wanted = registered if names is None else [n for n in registered if n in names]
+    if names is not None and len(wanted) != len(set(names)):
+        raise CensusError(f"unknown adapter in {', '.join(sorted(set(names) - set(wanted)))}")
+    envs = []
+    for env in sorted({owner[n] for n in wanted}):
+        reqs = tuple(str(r) for r in spec[env]["requirements"])
+        envs.append(Environment(env, reqs, tuple(n for n in wanted if owner[n] == env)))
+    return envs
+
+
+def _python(folder: Path) -> Path:
+    return folder / "bin" / "python"
+
+
+def _gist(text: str) -> str:
+    """The lines of pip's output that say what failed, on one line."""
+    lines = [x.strip() for x in text.splitlines() if x.strip()]
+    errors = [x for x in lines if x.startswith("ERROR:") or "error:" in x.lower()]
+    return " ".join((errors or lines[-3:])[:3])[:300]
+
+
+def install(env: Environment, cache: Path) -> tuple[Path | None, str]:
+    """The interpreter of ``env``'s virtualenv under ``cache`` (made and installed unless its
+    stamp is current), or ``None`` and the gist of why it could not be installed."""
+    folder = cache / env.name
+    stamp = folder / ".census-installed"
+    if stamp.is_file() and stamp.read_text() == env.digest and _python(folder).exists():
+        return _python(folder), ""
+    log.info("installing %s: %s", env.name, " ".join(env.requirements))
+    stamp.unlink(missing_ok=True)
+    steps = [
+        [sys.executable, "-m", "venv", "--clear", str(folder)],
+        [str(_python(folder)), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+         *env.requirements, *base_requirements()],
+    ]  # fmt: skip
+    for cmd in steps:
+        out = subprocess.run(cmd, capture_output=True, text=True)
+        if out.returncode != 0:
+            return None, _gist(out.stderr + out.stdout)
+    stamp.write_text(env.digest)
+    return _python(folder), ""
+
+
+def probe_one(adapter_name: str, metric: str) -> dict[str, object]:
+    """Probe one adapter's evaluator for ``metric`` in this interpreter: what a child prints."""
+    from .infer import ProbeError, probe
+
+    adapter = get_adapter(adapter_name)
+    out: dict[str, object] = {"adapter": adapter.name, "metric": metric,
+                              "version": adapter.version() or ""}  # fmt: skip
+    try:
+        res = probe(adapter.evaluator(metric), metric, name=adapter.name)
+    except (AdapterError, ProbeError) as exc:
+        out["error"] = " ".join(str(exc).split())
+        return out
+    out["result"] = res.as_dict()
+    return out
+
+
+def _version(python: Path | str, adapter_name: str) -> str:
+    """The library's installed version in ``python``'s environment (without importing it)."""
+    code = ("import importlib.metadata as m, sys\ntry: print(m.version(sys.argv[1]))\n"
+            "except m.PackageNotFoundError: pass")  # fmt: skip
+    dist = get_adapter(adapter_name).distribution
+    out = subprocess.run([str(python), "-c", code, dist], capture_output=True, text=True)
+    return out.stdout.strip()
+
+
+def _children(python: Path | str, adapter_name: str, metrics: list[str], timeout: float
+              ) -> list[dict]:  # fmt: skip
+    """Every metric of one adapter probed by one child (the library imported once): one JSON
+    object a line, in the order asked; a child that fails gives each missing metric its error."""
+    env = dict(os.environ, PYTHONPATH=str(_SRC), PYTHONHASHSEED="0")
+    cmd = [str(python), "-m", "tieaudit.probe.census", "--child", adapter_name, *metrics]
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
+        stdout, why = out.stdout, f"the probe exited with {out.returncode}: {_gist(out.stderr)}"
+    except subprocess.TimeoutExpired as exc:
+        stdout, why = exc.stdout or "", f"no result within {timeout:g} s"
+        stdout = stdout.decode() if isinstance(stdout, bytes) else stdout
+    got = {}
+    for line in stdout.splitlines():
+        if line.startswith('{"adapter": '):
+            rec = json.loads(line)
+            got[rec["metric"]] = rec
+    missing = [m for m in metrics if m not in got]
+    version = _version(python, adapter_name) if missing else ""
+    return [got.get(m, {"error": why, "version": version}) for m in metrics]
+
+
+def _line(adapter_name: str, env: str, metric: str, got: dict) -> dict[str, object]:
+    adapter = get_adapter(adapter_name)
+    rec: dict[str, object] = dict.fromkeys(CENSUS_COLUMNS, "")
+    rec.update(library=adapter.library, function=adapter.call, measure=metric,
+               adapter=adapter.name, env=env, version=got.get("version", ""))  # fmt: skip
+    for c in _NUMBERS:
+        rec[c] = float("nan")
+    if "error" in got:
+        rec.update(behaviour="error", note=str(got["error"]))
+        return rec
+    res = got["result"]
+    rec.update(behaviour=res["rule"], invariant="yes" if res["invariant"] else "no",
+               mean=res["mean"], expected=res["expected"], inflation=res["inflation"])  # fmt: skip
+    if len(res["evidence"]) > 1 or res["rule"] in ("unstable", "unknown"):
+        rec["note"] = "; ".join(res["evidence"][:2])
+    return rec
+
+
+def census(
+    cache: str | Path | None,
+    names: Sequence[str] | None = None,
+    requirements: str | Path = REQUIREMENTS,
+    timeout: float = 3600.0,
+) -> pd.DataFrame:
+    """Probe every adapter (those ``names``) for every measure it computes, each in its own
+    environment under ``cache`` (``None``: every one in this interpreter, nothing installed: the
+    libraries this environment has, and a line saying which it lacks). ``timeout``: seconds the
+    child probing one adapter's measures may take."""
+    records = []
+    for env in environments(requirements, names):
+        started = time.monotonic()
+        if cache is None:
+            python, why = Path(sys.executable), ""
+        else:
+            python, why = install(env, Path(cache))
+        for name in env.adapters:
+            adapter = get_adapter(name)
+            metrics = [f"{m}@{K}" for m in adapter.measures]
+            if python is None or (cache is None and not adapter.available()):
+                reason = why or adapter.install
+                for metric in metrics:
+                    records.append(_line(name, env.name, metric,
+                                         {"error": f"{NOT_INSTALLED}: {reason}"}))  # fmt: skip
+                continue
+            log.info("probing %s: %s", name, ", ".join(metrics))
+            for metric, got in zip(metrics, _children(python, name, metrics, timeout),
+                                   strict=True):  # fmt: skip
+                records.append(_line(name, env.name, metric, got))
+                log.info("%s %s: %s %s", name, metric, records[-1]["behaviour"],
+                         records[-1]["note"][:200])  # fmt: skip
+        log.info("%s done in %.0f s", env.name, time.monotonic() - started)
+    frame = pd.DataFrame(records, columns=list(CENSUS_COLUMNS))
+    for c in ("behaviour", "version"):  # a library that could not be installed says so
+        gone = frame["note"].str.startswith(NOT_INSTALLED)
+        frame.loc[gone, c] = NOT_INSTALLED
+    return frame.sort_values(["library", "function", "measure", "adapter"], kind="stable",
+                             ignore_index=True)  # fmt: skip
+
+
+def _cell(v: object) -> str:
+    if isinstance(v, float):
+        return "" if v != v else f"{v:.4f}"
+    return str(v).replace("|", "\\|")
+
+
+def to_markdown(frame: pd.DataFrame) -> str:
+    """``evaluators.md``: a heading, what the columns mean, and the table."""
+    cols = [c for c in CENSUS_COLUMNS if c not in ("adapter", "env")]
+    libs = frame.loc[frame["behaviour"] != NOT_INSTALLED, "library"].nunique()
+    head = [
+        "# The census: how each library's evaluator breaks ties",
+        "",
+        f"{frame['library'].nunique()} libraries, {libs} of them run here; each probed in its own "
+        f"environment (`make census`), every measure at cutoff {K}. `behaviour`: the tie rule "
+        "`tieaudit probe` identifies; `invariant`: the same value for every row whatever the "
+        "stored order; `inflation`: the evaluator's mean minus the exact expectation "
+        "(`expected`) on the probe's standard tie-heavy table.",
+        "",
+        "| " + " | ".join(cols) + " |",
+        "|" + "|".join("---" for _ in cols) + "|",
+    ]
+    body = ["| " + " | ".join(_cell(r[c]) for c in cols) + " |" for _, r in frame.iterrows()]
+    return "\n".join(head + body) + "\n"
+
+
+def write_census(frame: pd.DataFrame, out: str | Path) -> list[Path]:
+    """Write ``evaluators.csv`` and ``evaluators.md`` into ``out`` (each written whole to a
+    temporary name and then renamed: never half-written); returns their paths."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    csv = frame.to_csv(index=False, float_format="%.6f", lineterminator="\n")
+    paths = []
+    for name, text in (("evaluators.csv", csv), ("evaluators.md", to_markdown(frame))):
+        path, tmp = out / name, out / f".{name}.part"
+        tmp.write_text(text)
+        tmp.replace(path)
+        paths.append(path)
+    return paths
+
+
+def main(argv: Iterable[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m tieaudit.probe.census",
+        description="Probe every registered adapter in its own environment (make census).",
+    )
+    parser.add_argument("--cache", default=".census",
+                        help="folder of the environments (default: .census)")  # fmt: skip
+    parser.add_argument("--here", action="store_true",
+                        help="probe in this interpreter, installing nothing")  # fmt: skip
+    parser.add_argument("--out", default="results/census", help="output folder")
+    parser.add_argument("--requirements", default=str(REQUIREMENTS),
+                        help="the pinned requirements (default: the adapters' census.toml)")  # fmt: skip
+    parser.add_argument("--adapter", action="append", dest="names", metavar="NAME",
+                        help="only this adapter (repeatable)")  # fmt: skip
+    parser.add_argument("--child", nargs="+", metavar="ADAPTER METRIC", help=argparse.SUPPRESS)
+    args = parser.parse_args(None if argv is None else list(argv))
+    if args.child:
+        name, *metrics = args.child
+        for metric in metrics:
+            print(json.dumps(probe_one(name, metric), allow_nan=True), flush=True)
+        return 0
+    logging.basicConfig(level=logging.INFO, format="census: %(message)s")
+    try:
+        frame = census(None if args.here else args.cache, args.names, args.requirements)
+    except CensusError as exc:
+        print(f"tieaudit: error: {exc}", file=sys.stderr)
+        return 2
+    for path in write_census(frame, args.out):
+        print(f"wrote {path}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
