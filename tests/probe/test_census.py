@@ -70,7 +70,7 @@ def test_the_runner_here_and_its_tables(tmp_path: Path) -> None:
     assert list(frame.columns) == list(CENSUS_COLUMNS)
     assert len(frame) == 4  # two measures each
     got = frame.set_index(["adapter", "measure"])
-    assert got.loc[("pandas-rank-max", "HR@10"), "behaviour"] == "pessimistic"
+    assert got.loc[("pandas-rank-max", "HR@10"), "behaviour"] == "shared_last"
     assert got.loc[("pandas-rank-max", "HR@10"), "invariant"] == "yes"
     assert got.loc[("numpy-stable", "nDCG@10"), "behaviour"] == "input_order"
     assert got.loc[("numpy-stable", "nDCG@10"), "inflation"] > 0.05
@@ -86,7 +86,7 @@ def test_the_runner_here_and_its_tables(tmp_path: Path) -> None:
     assert table[0] == "| library | version | function | measure | behaviour | invariant | mean " \
         "| expected | inflation | note |"
     assert len(table) == 2 + 4
-    assert "| pandas | " in text and "| pessimistic | yes |" in text
+    assert "| pandas | " in text and "| shared_last | yes |" in text
     assert not list((tmp_path / "out").glob(".*part"))
 
 
