@@ -24,7 +24,7 @@ import re
 import sys
 import time
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
@@ -202,13 +202,10 @@ def evaluate_stream(
             rows_parts.append(result[1])
         bar.update(lines)
 
+    items = (((chunk, source.name, source.where(offset), (offset, source.n_lines)), chunk.num_rows)
+             for chunk, offset in chunks)  # fmt: skip
     try:
-        if jobs == 1:
-            for chunk, offset in _lookahead(chunks):
-                keep(_evaluate_chunk(task, chunk, source.name, source.where(offset),
-                                     (offset, source.n_lines)), chunk.num_rows)  # fmt: skip
-        else:
-            _in_pool(task, source, chunks, jobs, keep)
+        map_chunks(_evaluate_chunk, task, items, jobs, keep)
     finally:
         bar.close()
     if not parts:
@@ -252,25 +249,28 @@ def _lookahead(items: Iterator[Any]) -> Iterator[Any]:
         yield prev
 
 
-def _in_pool(task: _Task, source: Source, chunks: Iterator[tuple[pa.Table, int]], jobs: int,
-             keep: Any) -> None:  # fmt: skip
-    """Chunks evaluated by ``jobs`` processes, at most ``jobs`` of them in flight, their
-    results kept in row order."""
+def map_chunks(work: Callable[..., Any], task: Any, items: Iterator[tuple[tuple, int]],
+               jobs: int, keep: Callable[[Any, int], None]) -> None:  # fmt: skip
+    """``keep(work(task, *args), lines)`` for each ``(args, lines)`` of ``items``, in their order:
+    in this process (``jobs`` 1; each item once the next one is read), or by ``jobs`` processes
+    with at most ``jobs + 1`` items in flight (``work``, ``task`` and ``args`` are pickled)."""
+    if jobs == 1:
+        for args, lines in _lookahead(items):
+            keep(work(task, *args), lines)
+        return
     pending: deque[tuple[Future, int]] = deque()
     context = multiprocessing.get_context("spawn")  # no fork of a process running Arrow threads
     with ProcessPoolExecutor(jobs, mp_context=context) as pool:
         try:
-            for chunk, offset in chunks:
-                future = pool.submit(_evaluate_chunk, task, chunk, source.name,
-                                     source.where(offset), (offset, source.n_lines))  # fmt: skip
-                pending.append((future, chunk.num_rows))
-                del chunk
+            for args, lines in items:
+                pending.append((pool.submit(work, task, *args), lines))
+                del args
                 while len(pending) >= jobs + 1 or (pending and pending[0][0].done()):
-                    future, lines = pending.popleft()
-                    keep(future.result(), lines)
+                    future, n = pending.popleft()
+                    keep(future.result(), n)
             while pending:
-                future, lines = pending.popleft()
-                keep(future.result(), lines)
+                future, n = pending.popleft()
+                keep(future.result(), n)
         except BaseException:
             for future, _ in pending:
                 future.cancel()
