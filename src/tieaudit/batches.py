@@ -34,7 +34,7 @@ from .candidates_io import (
     frame_to_arrow,
 )
 
-__all__ = ["Source", "open_source", "whole_rows", "RowChunks", "RowCheck", "BATCH_LINES"]
+__all__ = ["Source", "open_source", "whole_rows", "RowChunks", "row_ids", "RowCheck", "BATCH_LINES"]
 
 #: Lines per record batch read from a file (a chunk is one batch or more).
 BATCH_LINES = 1 << 16
@@ -192,6 +192,15 @@ class RowChunks:
     def done(self) -> bool:
         """Whether every line was taken."""
         return not self._n_pending and not self._read()
+
+
+def row_ids(chunk: pa.Table) -> tuple[list[Any], np.ndarray]:
+    """The row ids of a chunk of whole rows in stored order, and the line each starts at."""
+    if "row" not in chunk.column_names or not chunk.num_rows:
+        return [], np.zeros(0, dtype=np.int64)
+    col = chunk.column("row")
+    starts = np.r_[0, _row_starts(col)]
+    return pc.take(col, pa.array(starts)).to_pylist(), starts
 
 
 def whole_rows(

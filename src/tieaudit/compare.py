@@ -34,7 +34,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -42,10 +42,12 @@ import pandas as pd
 from .candidates import CandidateTable
 from .evaluate import Evaluation
 from .io import frame_to_markdown
-from .measures import Measure, parse_measures
+from .measures import Measure, parse_measure, parse_measures
+from .sums import Moments
 
 __all__ = [
     "FLIP_COLUMNS",
+    "CompareSums",
     "ModelRows",
     "RowContent",
     "negatives_note",
@@ -200,26 +202,119 @@ def _check_pairing(a: ModelRows, b: ModelRows) -> None:
     )
 
 
+def _negative_rows(first: ModelRows, other: ModelRows) -> tuple[int, str | None]:
+    """How many rows' candidates differ between two models whose users and relevant items agree,
+    and the first of them in row id order (``None``: none, or the content is not known)."""
+    if first.content is None or other.content is None:
+        return 0, None
+    ca, co = first.content, other.content
+    n = len(first.row_ids)
+    rows = np.union1d(_differing_rows(ca.candidates, co.candidates, n),
+                      np.flatnonzero(ca.length != co.length))  # fmt: skip
+    return (len(rows), str(first.row_ids[rows[0]])) if len(rows) else (0, None)
+
+
 def negatives_note(models: Sequence[ModelRows]) -> str | None:
     """A sentence for the rows whose candidates differ between models though their user and
     relevant items agree (other negatives, or another row length), or ``None``."""
     first = models[0]
-    parts = []
-    for other in models[1:]:
-        if first.content is None or other.content is None:
-            continue
-        ca, co = first.content, other.content
-        n = len(first.row_ids)
-        rows = np.union1d(_differing_rows(ca.candidates, co.candidates, n),
-                          np.flatnonzero(ca.length != co.length))  # fmt: skip
-        if len(rows):
-            parts.append(f"{other.name} in {len(rows)} of {n} rows (first: "
-                         f"{str(first.row_ids[rows[0]])!r})")  # fmt: skip
+    counts = [_negative_rows(first, other) for other in models[1:]]
+    return _negatives_text([m.name for m in models], counts, len(first.row_ids))
+
+
+def _negatives_text(names: Sequence[str], counts: Sequence[tuple[int, str | None]],
+                    n: int) -> str | None:  # fmt: skip
+    parts = [f"{name} in {c} of {n} rows (first: {row!r})"
+             for name, (c, row) in zip(names[1:], counts, strict=True) if c]  # fmt: skip
     if not parts:
         return None
     return (f"**Candidates differ:** same users and relevant items, other negatives than "
-            f"{first.name}'s: {'; '.join(parts)}. The differences mix the models with their "
+            f"{names[0]}'s: {'; '.join(parts)}. The differences mix the models with their "
             "candidate sets.")
+
+
+@dataclass(frozen=True)
+class CompareSums:
+    """What a comparison of some rows keeps, as sums over rows: per model the sum of each
+    rule's per-row values (``totals``, ``expected`` included) and of the per-row variances
+    under ``expected`` (``variances``); per pair of models ``(i, j)`` (``i < j``) and measure
+    the :class:`tieaudit.sums.Moments` of the per-row difference of expectations ``E_i - E_j``;
+    and per model after the first, the rows whose candidates differ from the first's (count,
+    first row id). Consecutive chunks of rows merge with :meth:`merge`; :func:`ranking_flips`
+    is the one-chunk case."""
+
+    names: tuple[str, ...]
+    measures: tuple[str, ...]
+    rules: tuple[str, ...]
+    n_rows: int
+    totals: tuple[dict[tuple[str, str], float], ...]
+    variances: tuple[dict[str, float], ...]
+    pairs: dict[tuple[int, int, str], Moments]
+    negatives: tuple[tuple[int, str | None], ...]
+
+    @classmethod
+    def of(cls, evaluations: Mapping[str, Evaluation],
+           measures: Iterable[str | Measure] | None = None) -> CompareSums:  # fmt: skip
+        """The sums of models evaluated on the same rows (checked as :func:`ranking_flips`
+        checks them)."""
+        names = list(evaluations)
+        models = [ModelRows.from_evaluation(n, ev, measures) for n, ev in evaluations.items()]
+        _check_models(models)
+        ms = list(models[0].expected)
+        rules = list(models[0].means)
+        totals = []
+        for ev in evaluations.values():
+            totals.append({(r, m): float(ev.result(r).values[parse_measure(m)].sum())
+                           for r in rules for m in ms})  # fmt: skip
+        return cls(
+            tuple(names), tuple(ms), tuple(rules), len(models[0].row_ids), tuple(totals),
+            tuple({m: float(x.variance[m].sum()) for m in ms} for x in models),
+            _pair_moments(models, ms),
+            tuple(_negative_rows(models[0], other) for other in models[1:]),
+        )  # fmt: skip
+
+    def merge(self, other: CompareSums) -> CompareSums:
+        """The sums of these rows followed by ``other``'s (the same models)."""
+
+        def add(a: dict, b: dict) -> dict:
+            return {k: v + b[k] for k, v in a.items()}
+
+        def first(a: str | None, b: str | None) -> str | None:
+            return min((x for x in (a, b) if x is not None), default=None)
+
+        return CompareSums(
+            self.names, self.measures, self.rules, self.n_rows + other.n_rows,
+            tuple(add(a, b) for a, b in zip(self.totals, other.totals, strict=True)),
+            tuple(add(a, b) for a, b in zip(self.variances, other.variances, strict=True)),
+            {k: v.merge(other.pairs[k]) for k, v in self.pairs.items()},
+            tuple((a[0] + b[0], first(a[1], b[1]))
+                  for a, b in zip(self.negatives, other.negatives, strict=True)),
+        )  # fmt: skip
+
+    def models(self) -> list[ModelRows]:
+        """Each model's means over rows (no per-row arrays: :func:`orderings` reads the means)."""
+        w, none = self.n_rows, np.zeros(0)
+        return [ModelRows(name, none.astype(str),
+                          {r: {m: t[(r, m)] / w for m in self.measures} for r in self.rules},
+                          dict.fromkeys(self.measures, none), dict.fromkeys(self.measures, none))
+                for name, t in zip(self.names, self.totals, strict=True)]  # fmt: skip
+
+    def flips(self, rules: Iterable[str] | None = None) -> pd.DataFrame:
+        """:func:`ranking_flips` of the rows summed."""
+        models = self.models()
+        rs = _flip_rules(models, rules)
+        return _flip_lines(models, self.variances, self.pairs, list(self.measures), rs, self.n_rows)
+
+    def note(self) -> str | None:
+        """:func:`negatives_note` of the rows summed."""
+        return _negatives_text(self.names, self.negatives, self.n_rows)
+
+
+def _pair_moments(models: Sequence[ModelRows], ms: Sequence[str]
+                  ) -> dict[tuple[int, int, str], Moments]:  # fmt: skip
+    """Per pair ``(i, j)`` and measure, the moments of ``E_i - E_j`` over rows."""
+    return {(i, j, m): Moments.of(a.expected[m] - b.expected[m])
+            for m in ms for (i, a), (j, b) in itertools.combinations(enumerate(models), 2)}  # fmt: skip
 
 
 def _sign(x: float) -> int:
@@ -242,18 +337,30 @@ def ranking_flips(
     if isinstance(models, Mapping):
         models = [ModelRows.from_evaluation(n, ev, measures) for n, ev in models.items()]
     models = list(models)
-    if len(models) < 2:
-        raise ValueError(f"a comparison needs two or more models, got {len(models)}")
-    names = [m.name for m in models]
-    if len(set(names)) != len(names):
-        raise ValueError(f"model names repeat: {', '.join(names)}")
-    _check_rows(models)
+    _check_models(models)
     ms = [str(m) for m in parse_measures(measures)] if measures is not None else list(
         models[0].expected)
     for m in models:
         missing = [x for x in ms if x not in m.expected]
         if missing:
             raise ValueError(f"{m.name}: not evaluated for {', '.join(missing)}")
+    rs = _flip_rules(models, rules)
+    variances = [{x: float(m.variance[x].sum()) for x in ms} for m in models]
+    return _flip_lines(models, variances, _pair_moments(models, ms), ms, rs, len(models[0].row_ids))
+
+
+def _check_models(models: Sequence[ModelRows]) -> None:
+    """Two or more models, named apart, on the same rows (:func:`_check_rows`)."""
+    if len(models) < 2:
+        raise ValueError(f"a comparison needs two or more models, got {len(models)}")
+    names = [m.name for m in models]
+    if len(set(names)) != len(names):
+        raise ValueError(f"model names repeat: {', '.join(names)}")
+    _check_rows(models)
+
+
+def _flip_rules(models: Sequence[ModelRows], rules: Iterable[str] | None) -> list[str]:
+    """The rules set against ``expected`` (see :func:`ranking_flips`), each one evaluated."""
     shared = [r for r in models[0].means if all(r in m.means for m in models)]
     # with no rule but expected, one line per pair under expected carries the paired difference
     rs = [r for r in (list(rules) if rules is not None else shared) if r != "expected"] or [
@@ -262,16 +369,23 @@ def ranking_flips(
         for m in models:
             if r not in m.means:
                 raise ValueError(f"{m.name}: not evaluated under rule {r}")
-    w = len(models[0].row_ids)
+    return rs
+
+
+def _flip_lines(models: Sequence[ModelRows], variances: Sequence[dict[str, float]],
+                pairs: Mapping[tuple[int, int, str], Moments], ms: Sequence[str],
+                rs: Sequence[str], w: int) -> pd.DataFrame:  # fmt: skip
+    """The lines of :func:`ranking_flips` from the models' means, the sums of their per-row
+    variances and the moments of each pair's per-row differences."""
     lines = []
     for metric in ms:
-        for a, b in itertools.combinations(models, 2):
-            d = a.expected[metric] - b.expected[metric]
-            if _sign(float(d.mean())) < 0:
-                a, b, d = b, a, -d
-            diff = float(d.mean())
-            se = float(d.std(ddof=1) / math.sqrt(w)) if w > 1 else math.nan
-            ties = math.sqrt(float(a.variance[metric].sum() + b.variance[metric].sum())) / w
+        for (i, a), (j, b) in itertools.combinations(enumerate(models), 2):
+            d = pairs[(i, j, metric)]
+            if _sign(d.total / d.n) < 0:
+                a, b, d = b, a, replace(d, total=-d.total)
+            diff = d.total / d.n
+            se = math.sqrt(d.m2 / (w - 1)) / math.sqrt(w) if w > 1 else math.nan
+            ties = math.sqrt(variances[i][metric] + variances[j][metric]) / w
             for r in rs:
                 ra, rb = a.means[r][metric], b.means[r][metric]
                 lines.append({

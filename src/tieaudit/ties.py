@@ -164,10 +164,6 @@ def storage_shares(first: int, last: int, among: int, name: str) -> tuple[float,
     return first / among, last / among, name
 
 
-def _mean(x: np.ndarray) -> float:
-    return float(x.mean()) if len(x) else 0.0
-
-
 def _segments(sorted_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if len(sorted_keys) == 0:
         return np.empty(0, np.int64), np.empty(0, np.int64)
