@@ -38,21 +38,29 @@ Tie diagnostics
 
 from __future__ import annotations
 
+import functools
+import itertools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, fields
+from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
-from .candidates import CandidateTable, as_table
+from .candidates import CandidateError, CandidateTable, as_table
 from .evaluate import DEFAULT_SEEDS, EXACT_RULE, Evaluation, evaluate
 from .measures import DEFAULT_MEASURES, Measure, parse_measure, parse_measures
 from .rules import DEFAULT_RULES, Result, TieRule, parse_rules
+from .stream import Progress, check_options, chunk_table, map_chunks, open_chunks
 from .sums import Sums
 from .ties import storage_shares, structure_type
 
 __all__ = [
     "AuditResult",
+    "AuditSums",
+    "InvarianceSums",
+    "DiagnosticSums",
     "audit",
     "invariance",
     "diagnostics",
@@ -709,7 +717,7 @@ class AuditSums:
 
 
 def audit(
-    data: CandidateTable | pd.DataFrame | str,
+    data: CandidateTable | pd.DataFrame | str | object,
     measures: Iterable[str | Measure] | None = None,
     rules: Iterable[str | TieRule] | None = None,
     *,
@@ -721,16 +729,94 @@ def audit(
     title: str | None = None,
     users_with_history: Iterable[str] | None = None,
     requested_rows: int | None = None,
+    chunk_rows: int | None = None,
+    memory: int | str | None = None,
+    jobs: int = 1,
+    progress: bool = False,
 ) -> AuditResult:
     """Evaluate, check invariance, compute diagnostics and fill in the checklist;
     ``users_with_history`` adds the share of cold-start rows to the diagnostics,
     ``requested_rows`` (the rows the run asked for) is named in the checklist when fewer.
-    ``data`` is anything :func:`tieaudit.evaluate` reads; for an input too large to hold,
-    :func:`tieaudit.stream.audit_stream` gives the same audit reading it in chunks of rows."""
-    table = as_table(data)
+
+    ``data`` is anything :func:`tieaudit.evaluate` reads (a path to a file, a directory of
+    Parquet files or a glob, a pandas or polars DataFrame, a pyarrow Table or dataset, a
+    :class:`CandidateTable`). With ``chunk_rows``, ``memory`` or ``jobs > 1`` it is read and
+    audited in chunks of whole rows as :func:`tieaudit.stream.evaluate_stream` reads it (an
+    audit takes :data:`AUDIT_SHARE` times an evaluation's memory per line): the chunks'
+    :class:`AuditSums` merged in row order give the result, with no in-memory ``evaluation``.
+    The shuffles draw one number per stored line from generators placed at each chunk's first
+    line, so every row is permuted as in the whole table; a summary table draws a varying
+    number per row, so its chunks are audited one after another in this process whatever
+    ``jobs``. One chunk gives the in-memory audit bit for bit; several agree with it to a
+    relative ``1e-12`` (sums merged in another order).
+    """
     ms = parse_measures(measures if measures is not None else DEFAULT_MEASURES)
     rs = parse_rules(rules if rules is not None else DEFAULT_RULES)
-    ev = evaluate(table, ms, rs, n_seeds=n_seeds, rank_cap=None)
-    sums = AuditSums.of(ev, n_permutations, seed, users_with_history)
-    return sums.result(headline=headline, reported_rule=reported_rule, permutation_seed=seed,
-                       title=title, requested_rows=requested_rows, evaluation=ev)  # fmt: skip
+    finish = {"headline": headline, "reported_rule": reported_rule, "permutation_seed": seed,
+              "title": title, "requested_rows": requested_rows}  # fmt: skip
+    users = None if users_with_history is None else tuple(users_with_history)
+    task = _AuditTask(tuple(map(str, ms)), tuple(map(str, rs)), n_seeds, n_permutations, seed,
+                      users)  # fmt: skip
+    if chunk_rows is None and memory is None and jobs == 1:
+        ev = evaluate(as_table(data), ms, rs, n_seeds=n_seeds, rank_cap=None)
+        return AuditSums.of(ev, n_permutations, seed, users).result(**finish, evaluation=ev)
+    return _audit_in_chunks(data, task, finish, chunk_rows, memory, jobs, progress)
+
+
+#: What auditing a chunk takes against evaluating it, per line: the evaluation of the stored
+#: order and that of one permutation at a time, with their tables (see benchmarks/bench_stream.py).
+AUDIT_SHARE = 3
+
+
+@dataclass(frozen=True)
+class _AuditTask:
+    """What a process needs to audit a chunk (picklable)."""
+
+    measures: tuple[str, ...]
+    rules: tuple[str, ...]
+    n_seeds: int
+    n_permutations: int
+    seed: int
+    users: tuple[str, ...] | None
+
+
+def _audit_chunk(task: _AuditTask, chunk: pa.Table | CandidateTable, name: str, where: Any,
+                 place: tuple[int, int | None] = (0, None),
+                 chain: dict[int, Any] | None = None) -> AuditSums:  # fmt: skip
+    """The audit sums of one chunk; ``chain``: the shuffles' generators carried from chunk to
+    chunk in this process (:meth:`InvarianceSums.of`)."""
+    table = chunk_table(chunk, name, where, place)
+    ev = evaluate(table, task.measures, task.rules, n_seeds=task.n_seeds, rank_cap=None)
+    return AuditSums.of(ev, task.n_permutations, task.seed, task.users, place[0], chain)
+
+
+def _audit_in_chunks(data: object, task: _AuditTask, finish: dict[str, Any],
+                     chunk_rows: int | None, memory: int | str | None, jobs: int,
+                     progress: bool) -> AuditResult:  # fmt: skip
+    """:func:`audit` in chunks of whole rows."""
+    rs = check_options(task.measures, task.rules, task.n_seeds, chunk_rows, jobs)[1]
+    if isinstance(data, CandidateTable):
+        return _audit_chunk(task, data, data.source, None).result(**finish)
+    source, chunks, _ = open_chunks(data, rs, chunk_rows, memory, AUDIT_SHARE)
+    first = next(chunks, None)
+    if first is None:
+        raise CandidateError(f"{source.name}: no candidates (the table is empty)")
+    if "n_tied" in first[0].column_names:  # a summary table: the shuffles are drawn in turn
+        jobs = 1
+    chain: dict[int, Any] = {}
+    parts: list[AuditSums] = []
+    bar = Progress(source.n_lines, "audit", enabled=progress)
+
+    def keep(part: AuditSums, lines: int) -> None:
+        parts.append(part)
+        bar.update(lines)
+
+    items = (((chunk, source.name, source.where(offset), (offset, source.n_lines),
+               *((chain,) if jobs == 1 else ())), chunk.num_rows)
+             for chunk, offset in itertools.chain([first], chunks))  # fmt: skip
+    try:
+        map_chunks(_audit_chunk, task, items, jobs, keep)
+    finally:
+        bar.close()
+    merged = functools.reduce(AuditSums.merge, parts)
+    return merged.result(**finish, n_chunks=len(parts))

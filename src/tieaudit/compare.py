@@ -31,23 +31,39 @@ Outputs are tidy frames (:func:`ranking_flips`, :func:`orderings`) and Markdown
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
-from .candidates import CandidateTable
-from .evaluate import Evaluation
+from .batches import RowCheck, RowChunks, Source, open_source, row_ids
+from .candidates import CandidateError, CandidateTable
+from .evaluate import DEFAULT_SEEDS, Evaluation, evaluate
 from .io import frame_to_markdown
 from .measures import Measure, parse_measure, parse_measures
+from .rules import TieRule
+from .stream import (
+    Progress,
+    check_options,
+    check_size,
+    chunk_lines,
+    chunk_table,
+    map_chunks,
+    parse_memory,
+)
 from .sums import Moments
 
 __all__ = [
     "FLIP_COLUMNS",
+    "Compared",
     "CompareSums",
+    "compare",
     "ModelRows",
     "RowContent",
     "negatives_note",
@@ -315,6 +331,154 @@ def _pair_moments(models: Sequence[ModelRows], ms: Sequence[str]
     """Per pair ``(i, j)`` and measure, the moments of ``E_i - E_j`` over rows."""
     return {(i, j, m): Moments.of(a.expected[m] - b.expected[m])
             for m in ms for (i, a), (j, b) in itertools.combinations(enumerate(models), 2)}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class _CompareTask:
+    """What a process needs to compare a chunk of rows of every model (picklable)."""
+
+    names: tuple[str, ...]
+    measures: tuple[str, ...]
+    rules: tuple[str, ...]
+    n_seeds: int
+
+
+def _compare_chunk(task: _CompareTask, chunks: list[pa.Table | CandidateTable],
+                   sources: list[str], wheres: list[Any],
+                   places: list[tuple[int, int | None]]) -> CompareSums:  # fmt: skip
+    """The comparison sums of one chunk of rows of every model (``places``: each chunk's
+    first line and the number of lines of its whole input, when known)."""
+    evs = {}
+    for name, chunk, source, where, place in zip(task.names, chunks, sources, wheres, places,
+                                                 strict=True):  # fmt: skip
+        table = chunk_table(chunk, source, where, place)
+        evs[name] = evaluate(table, task.measures, task.rules, n_seeds=task.n_seeds)
+    return CompareSums.of(evs, task.measures)
+
+
+@dataclass(eq=False)
+class Compared:
+    """The result of :func:`compare`: :func:`ranking_flips`' table, :func:`orderings`' table
+    and :func:`negatives_note`'s sentence for all the rows, their sums and the number of
+    chunks."""
+
+    sums: CompareSums
+    flips: pd.DataFrame
+    orderings: pd.DataFrame
+    note: str | None
+    n_chunks: int
+
+
+def _misplaced(sources: list[Source], parts: list[tuple[pa.Table, int]],
+               names: Sequence[str]) -> None:  # fmt: skip
+    """Chunks taken side by side must hold the same rows: else name the first row out of place
+    and say how to sort."""
+    ids = [row_ids(chunk)[0] for chunk, _ in parts]
+    named = [name if name == src.name else f"{name} ({src.name})"
+             for name, src in zip(names, sources, strict=True)]  # fmt: skip
+    for src, label, other, (chunk, offset) in zip(sources[1:], named[1:], ids[1:], parts[1:],
+                                                   strict=True):  # fmt: skip
+        if sorted(map(str, other)) == sorted(map(str, ids[0])):
+            continue
+        at = next((i for i, (a, b) in enumerate(zip(ids[0], other, strict=False)) if a != b),
+                  min(len(ids[0]), len(other)))  # fmt: skip
+        if at < len(other):
+            unit = "line" if src.csv_path else "record"
+            (number,) = src.where(offset)(row_ids(chunk)[1][at : at + 1])
+            where = f"{unit} {number} of {label} holds row {str(other[at])!r}"
+        else:
+            where = f"{label} has no more rows"
+        what = f"row {str(ids[0][at])!r}" if at < len(ids[0]) else "no row"
+        raise CandidateError(
+            f"{where} where {named[0]} holds {what}: compared in chunks of whole rows, "
+            "the files are read side by side and must hold the same rows in the same order: "
+            "sort every file by row with a stable sort (keeping each row's stored order, which "
+            "input_order uses), e.g. pandas frame.sort_values('row', kind='stable'), or compare "
+            "in one chunk (a --chunk-rows or --memory large enough for every row)"
+        )
+
+
+def compare(
+    models: Mapping[str, Any],
+    measures: Iterable[str | Measure] | None = None,
+    rules: Iterable[str | TieRule] | None = None,
+    *,
+    n_seeds: int = DEFAULT_SEEDS,
+    chunk_rows: int | None = None,
+    memory: int | str | None = None,
+    jobs: int = 1,
+    progress: bool = False,
+) -> Compared:
+    """Compare models evaluated on the same rows: ``models`` maps each name to its candidates
+    (anything :func:`tieaudit.evaluate` reads: a path to a file, a directory of Parquet files or
+    a glob, a pandas or polars DataFrame, a pyarrow Table or dataset, a :class:`CandidateTable`).
+
+    Without ``chunk_rows`` or ``memory`` each input is read whole, its rows stored in any order
+    (they pair by id). Else the inputs are read side by side in chunks of whole rows
+    (:func:`tieaudit.stream.evaluate_stream` reads them so): a chunk of the first (``chunk_rows``
+    rows, or the lines the ``memory`` budget allows, shared among the models) and as many rows
+    of each other one, which must be the same rows: across chunks every input must hold its rows
+    in the same order, else the first row out of place is named. ``jobs`` processes evaluate the
+    chunks. Each chunk's :class:`CompareSums` are merged in row order: one chunk gives
+    :func:`ranking_flips` bit for bit, several agree with it to a relative ``1e-12``. ``rules``
+    are set against ``expected`` as :func:`ranking_flips` sets them.
+    """
+    names = list(models)
+    data = list(models.values())
+    ms, rs = check_options(measures, rules, n_seeds, chunk_rows, jobs)
+    task = _CompareTask(tuple(names), tuple(map(str, ms)), tuple(map(str, rs)), n_seeds)
+    whole = [r for r in rs if r.spec.whole_table]
+    sources = [open_source(d) for d in data]
+    if whole:  # each chunk's place in the whole shuffle needs the number of lines
+        sources = [src.counted() for src in sources]
+    max_lines = None
+    if chunk_rows is None and memory is not None:
+        max_lines = max(1, chunk_lines(parse_memory(memory)) // max(1, len(sources)))
+    readers = [RowChunks(src.batches()) for src in sources]
+    checks = [RowCheck(src) for src in sources]
+    parts: list[CompareSums] = []
+    bar = Progress(sources[0].n_lines, "compare", enabled=progress)
+
+    def items() -> Iterator[tuple[tuple, int]]:
+        n = 0
+        while (first := readers[0].next(chunk_rows, max_lines)) is not None:
+            n += 1
+            # all of the first input in one chunk: all of the others too, paired as in memory
+            rows = None if n == 1 and readers[0].done() else len(row_ids(first[0])[0]) or None
+            taken = [first] + [r.next(max_rows=rows) or (first[0].slice(0, 0), r.offset)
+                               for r in readers[1:]]  # fmt: skip
+            if rows is not None:
+                _misplaced(sources, taken, names)
+            for src, check, (chunk, offset) in zip(sources, checks, taken, strict=True):
+                if n == 2:
+                    check_size(src, chunk, whole)
+                check.add(chunk, offset)
+            yield (([c for c, _ in taken], [s.name for s in sources],
+                    [s.where(o) for s, (_, o) in zip(sources, taken, strict=True)],
+                    [(o, s.n_lines) for s, (_, o) in zip(sources, taken, strict=True)]),
+                   first[0].num_rows)  # fmt: skip
+        for src, r, name in zip(sources[1:], readers[1:], names[1:], strict=True):
+            if not r.done():
+                extra = r.next(max_rows=1)
+                _misplaced([sources[0], src], [(extra[0].slice(0, 0), 0), extra],
+                           [names[0], name])  # fmt: skip
+
+    def keep(part: CompareSums, lines: int) -> None:
+        parts.append(part)
+        bar.update(lines)
+
+    try:
+        map_chunks(_compare_chunk, task, items(), jobs, keep)
+    finally:
+        bar.close()
+    if not parts:
+        raise CandidateError(f"{sources[0].name}: no candidates (the table is empty)")
+    sums = functools.reduce(CompareSums.merge, parts)
+    rule_names = [str(r) for r in rs]
+    flips = sums.flips(rule_names)
+    order = orderings(sums.models(), list(dict.fromkeys(flips["metric"])),
+                      [*dict.fromkeys([*rule_names, "expected"])])  # fmt: skip
+    return Compared(sums, flips, order, sums.note(), len(parts))
 
 
 def _sign(x: float) -> int:

@@ -19,14 +19,12 @@ more to count them; a stream of record batches must fit one chunk).
 
 from __future__ import annotations
 
-import functools
-import itertools
 import multiprocessing
 import re
 import sys
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
@@ -34,18 +32,17 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 
-from .audit import DEFAULT_PERMUTATIONS, AuditResult, AuditSums
-from .batches import RowCheck, RowChunks, Source, open_source, row_ids, whole_rows
+from .batches import RowCheck, Source, open_source, whole_rows
 from .candidates import CandidateError, CandidateTable
-from .compare import CompareSums, orderings
 from .evaluate import DEFAULT_SEEDS, evaluate
 from .measures import DEFAULT_MEASURES, Measure, parse_measures
 from .rules import DEFAULT_RULES, TieRule, parse_rules
 from .sums import Sums
 
 __all__ = [
-    "Streamed", "evaluate_stream", "audit_stream", "compare_stream", "Compared", "parse_memory", "chunk_lines",
-    "DEFAULT_MEMORY", "BYTES_PER_LINE", "BASELINE", "AUDIT_SHARE", "Progress", "map_chunks",
+    "Streamed", "evaluate_stream", "parse_memory", "chunk_lines", "DEFAULT_MEMORY",
+    "BYTES_PER_LINE", "BASELINE", "Progress", "map_chunks", "check_options", "open_chunks",
+    "chunk_table", "check_size",
 ]  # fmt: skip
 
 #: The default memory budget of a process, in bytes.
@@ -125,7 +122,7 @@ class _Task:
     per_row: bool
 
 
-def _chunk_table(chunk: pa.Table | CandidateTable, name: str, where: Any,
+def chunk_table(chunk: pa.Table | CandidateTable, name: str, where: Any,
                  place: tuple[int, int | None]) -> CandidateTable:  # fmt: skip
     """The candidates of a chunk; ``place``: its first line and the number of lines of the
     whole input, when known."""
@@ -138,7 +135,7 @@ def _chunk_table(chunk: pa.Table | CandidateTable, name: str, where: Any,
 def _evaluate_chunk(task: _Task, chunk: pa.Table | CandidateTable, name: str, where: Any,
                     place: tuple[int, int | None] = (0, None)) -> tuple[Sums, pd.DataFrame | None]:
     """The sums of one chunk (and its per-row values if asked for)."""
-    table = _chunk_table(chunk, name, where, place)
+    table = chunk_table(chunk, name, where, place)
     ev = evaluate(table, task.measures, task.rules, n_seeds=task.n_seeds, rank_cap=task.rank_cap)
     return ev.sums(), ev.per_row() if task.per_row else None
 
@@ -150,15 +147,22 @@ def _chunks(source: Source, max_rows: int | None, max_lines: int | None,
     refused as soon as a second chunk of a stored table appears."""
     check = RowCheck(source)
     for i, (chunk, offset) in enumerate(whole_rows(source.batches(), max_rows, max_lines)):
-        if i == 1 and whole and source.n_lines is None and "n_tied" not in chunk.column_names:
-            raise ValueError(
-                f"{source.name}: {whole[0]} shuffles the stored positions of the whole table, and "
-                "the number of lines of this input is not known before it is read (a stream of "
-                "record batches): give a chunk_rows (or memory) large enough for every row, or "
-                f"leave {whole[0]} out"
-            )
+        if i == 1:
+            check_size(source, chunk, whole)
         check.add(chunk, offset)
         yield chunk, offset
+
+
+def check_size(source: Source, chunk: pa.Table, whole: list[TieRule]) -> None:
+    """A second chunk of a stored table whose number of lines is not known (a stream of record
+    batches) cannot be placed in the whole shuffle of a rule that needs the whole table."""
+    if whole and source.n_lines is None and "n_tied" not in chunk.column_names:
+        raise ValueError(
+            f"{source.name}: {whole[0]} shuffles the stored positions of the whole table, and "
+            "the number of lines of this input is not known before it is read (a stream of "
+            "record batches): give a chunk_rows (or memory) large enough for every row, or "
+            f"leave {whole[0]} out"
+        )
 
 
 def evaluate_stream(
@@ -183,12 +187,12 @@ def evaluate_stream(
     error (lines done / total) when it is a terminal. ``measures``, ``rules``, ``n_seeds`` and
     ``rank_cap`` are those of :func:`tieaudit.evaluate`.
     """
-    ms, rs = _checked(measures, rules, n_seeds, chunk_rows, jobs)
+    ms, rs = check_options(measures, rules, n_seeds, chunk_rows, jobs)
     task = _Task(tuple(map(str, ms)), tuple(map(str, rs)), n_seeds, rank_cap, per_row)
     if isinstance(data, CandidateTable):
         sums, rows = _evaluate_chunk(task, data, data.source, None)
         return Streamed(sums, 1, None, None if rows is None else [rows])
-    source, chunks, max_lines = _chunked(data, rs, chunk_rows, memory)
+    source, chunks, max_lines = open_chunks(data, rs, chunk_rows, memory)
     parts: list[Sums] = []
     rows_parts: list[pd.DataFrame] = []
     bar = Progress(source.n_lines, "evaluate", enabled=progress)
@@ -210,7 +214,7 @@ def evaluate_stream(
     return Streamed(Sums.merge(parts), len(parts), max_lines, rows_parts if per_row else None)
 
 
-def _checked(measures: Iterable[str | Measure] | None, rules: Iterable[str | TieRule] | None,
+def check_options(measures: Iterable[str | Measure] | None, rules: Iterable[str | TieRule] | None,
              n_seeds: int, chunk_rows: int | None,
              jobs: int) -> tuple[list[Measure], list[TieRule]]:  # fmt: skip
     """The measures and rules (defaults when ``None``), the other options checked."""
@@ -225,248 +229,19 @@ def _checked(measures: Iterable[str | Measure] | None, rules: Iterable[str | Tie
     return ms, rs
 
 
-def _chunked(data: Any, rs: list[TieRule], chunk_rows: int | None, memory: int | str,
-             share: int = 1) -> tuple[Source, Iterator[tuple[pa.Table, int]], int | None]:  # fmt: skip
+def open_chunks(data: Any, rs: list[TieRule], chunk_rows: int | None, memory: int | str | None,
+                share: int = 1) -> tuple[Source, Iterator[tuple[pa.Table, int]], int | None]:  # fmt: skip
     """The source of ``data``, its chunks and their size in lines (``None``: ``chunk_rows``
-    rows); ``share``: how many lines a chunk's line costs against the memory budget."""
+    rows, or one chunk when neither ``chunk_rows`` nor ``memory`` is given); ``share``: how
+    many lines a chunk's line costs against the memory budget."""
     source = open_source(data)
-    max_lines = None if chunk_rows is not None else chunk_lines(parse_memory(memory)) // share
+    max_lines = None
+    if chunk_rows is None and memory is not None:
+        max_lines = max(1, chunk_lines(parse_memory(memory)) // share)
     whole = [r for r in rs if r.spec.whole_table]
     if whole:  # each chunk's place in the whole shuffle needs the number of lines
         source = source.counted()
     return source, _chunks(source, chunk_rows, max_lines, whole), max_lines
-
-
-#: What auditing a chunk takes against evaluating it, per line: the evaluation of the stored
-#: order and that of one permutation at a time, with their tables (see benchmarks/bench_stream.py).
-AUDIT_SHARE = 3
-
-
-@dataclass(frozen=True)
-class _AuditTask:
-    """What a process needs to audit a chunk (picklable)."""
-
-    measures: tuple[str, ...]
-    rules: tuple[str, ...]
-    n_seeds: int
-    n_permutations: int
-    seed: int
-    users: tuple[str, ...] | None
-
-
-def _audit_chunk(task: _AuditTask, chunk: pa.Table | CandidateTable, name: str, where: Any,
-                 place: tuple[int, int | None] = (0, None),
-                 chain: dict[int, Any] | None = None) -> AuditSums:  # fmt: skip
-    """The audit sums of one chunk; ``chain``: the shuffles' generators carried from chunk to
-    chunk in this process (:meth:`tieaudit.audit.InvarianceSums.of`)."""
-    table = _chunk_table(chunk, name, where, place)
-    ev = evaluate(table, task.measures, task.rules, n_seeds=task.n_seeds, rank_cap=None)
-    return AuditSums.of(ev, task.n_permutations, task.seed, task.users, place[0], chain)
-
-
-def audit_stream(
-    data: Any,
-    measures: Iterable[str | Measure] | None = None,
-    rules: Iterable[str | TieRule] | None = None,
-    *,
-    n_seeds: int = DEFAULT_SEEDS,
-    n_permutations: int = DEFAULT_PERMUTATIONS,
-    seed: int = 0,
-    headline: Sequence[str | Measure] = ("nDCG@10", "HR@10"),
-    reported_rule: str = "expected",
-    title: str | None = None,
-    users_with_history: Iterable[str] | None = None,
-    requested_rows: int | None = None,
-    chunk_rows: int | None = None,
-    memory: int | str = DEFAULT_MEMORY,
-    jobs: int = 1,
-    progress: bool = False,
-) -> AuditResult:
-    """Audit ``data`` chunk by chunk: :func:`tieaudit.audit.audit`'s result (but no in-memory
-    ``evaluation``), from the chunks' :class:`tieaudit.audit.AuditSums` merged in row order.
-
-    ``data``, ``chunk_rows``, ``memory``, ``jobs`` and ``progress`` as :func:`evaluate_stream`
-    takes them (an audit takes :data:`AUDIT_SHARE` times the memory of an evaluation per line);
-    the other arguments are :func:`tieaudit.audit.audit`'s. The shuffles draw one number per
-    stored line, placed by the chunk's first line, so a chunk is permuted exactly as in the
-    whole table; a summary table draws a varying number per row, so its chunks are audited one
-    after another in this process whatever ``jobs``. One chunk gives the in-memory audit bit
-    for bit; several agree with it to a relative ``1e-12`` (sums merged in another order).
-    """
-    ms, rs = _checked(measures, rules, n_seeds, chunk_rows, jobs)
-    users = None if users_with_history is None else tuple(users_with_history)
-    task = _AuditTask(tuple(map(str, ms)), tuple(map(str, rs)), n_seeds, n_permutations, seed,
-                      users)  # fmt: skip
-    chain: dict[int, Any] = {}
-    finish = {"headline": headline, "reported_rule": reported_rule, "permutation_seed": seed,
-              "title": title, "requested_rows": requested_rows}  # fmt: skip
-    if isinstance(data, CandidateTable):
-        return _audit_chunk(task, data, data.source, None).result(**finish)
-    source, chunks, _ = _chunked(data, rs, chunk_rows, memory, AUDIT_SHARE)
-    first = next(chunks, None)
-    if first is None:
-        raise CandidateError(f"{source.name}: no candidates (the table is empty)")
-    if "n_tied" in first[0].column_names:  # a summary table: the shuffles are drawn in turn
-        jobs = 1
-    parts: list[AuditSums] = []
-    bar = Progress(source.n_lines, "audit", enabled=progress)
-
-    def keep(part: AuditSums, lines: int) -> None:
-        parts.append(part)
-        bar.update(lines)
-
-    items = (((chunk, source.name, source.where(offset), (offset, source.n_lines),
-               *((chain,) if jobs == 1 else ())), chunk.num_rows)
-             for chunk, offset in itertools.chain([first], chunks))  # fmt: skip
-    try:
-        map_chunks(_audit_chunk, task, items, jobs, keep)
-    finally:
-        bar.close()
-    merged = functools.reduce(AuditSums.merge, parts)
-    return merged.result(**finish, n_chunks=len(parts))
-
-
-@dataclass(frozen=True)
-class _CompareTask:
-    """What a process needs to compare a chunk of rows of every model (picklable)."""
-
-    names: tuple[str, ...]
-    measures: tuple[str, ...]
-    rules: tuple[str, ...]
-    n_seeds: int
-
-
-def _compare_chunk(task: _CompareTask, chunks: list[pa.Table | CandidateTable],
-                   sources: list[str], wheres: list[Any], offsets: list[int]) -> CompareSums:  # fmt: skip
-    """The comparison sums of one chunk of rows of every model."""
-    evs = {}
-    for name, chunk, source, where, offset in zip(task.names, chunks, sources, wheres, offsets,
-                                                  strict=True):  # fmt: skip
-        table = _chunk_table(chunk, source, where, (offset, None))
-        evs[name] = evaluate(table, task.measures, task.rules, n_seeds=task.n_seeds)
-    return CompareSums.of(evs, task.measures)
-
-
-@dataclass(eq=False)
-class Compared:
-    """The result of :func:`compare_stream`: :func:`tieaudit.compare.ranking_flips`'s table,
-    :func:`tieaudit.compare.orderings`' table and :func:`tieaudit.compare.negatives_note`'s
-    sentence for all the rows, and the number of chunks."""
-
-    sums: CompareSums
-    flips: pd.DataFrame
-    orderings: pd.DataFrame
-    note: str | None
-    n_chunks: int
-
-
-def _misplaced(sources: list[Source], parts: list[tuple[pa.Table, int]],
-               names: Sequence[str]) -> None:  # fmt: skip
-    """Chunks taken side by side must hold the same rows: else name the first row out of place
-    and say how to sort."""
-    ids = [row_ids(chunk)[0] for chunk, _ in parts]
-    named = [name if name == src.name else f"{name} ({src.name})"
-             for name, src in zip(names, sources, strict=True)]  # fmt: skip
-    for src, label, other, (chunk, offset) in zip(sources[1:], named[1:], ids[1:], parts[1:],
-                                                   strict=True):  # fmt: skip
-        if sorted(map(str, other)) == sorted(map(str, ids[0])):
-            continue
-        at = next((i for i, (a, b) in enumerate(zip(ids[0], other, strict=False)) if a != b),
-                  min(len(ids[0]), len(other)))  # fmt: skip
-        if at < len(other):
-            unit = "line" if src.csv_path else "record"
-            (number,) = src.where(offset)(row_ids(chunk)[1][at : at + 1])
-            where = f"{unit} {number} of {label} holds row {str(other[at])!r}"
-        else:
-            where = f"{label} has no more rows"
-        what = f"row {str(ids[0][at])!r}" if at < len(ids[0]) else "no row"
-        raise CandidateError(
-            f"{where} where {named[0]} holds {what}: compared in chunks of whole rows, "
-            "the files are read side by side and must hold the same rows in the same order: "
-            "sort every file by row with a stable sort (keeping each row's stored order, which "
-            "input_order uses), e.g. pandas frame.sort_values('row', kind='stable'), or compare "
-            "in one chunk (a --chunk-rows or --memory large enough for every row)"
-        )
-
-
-def compare_stream(
-    data: Sequence[Any],
-    names: Sequence[str],
-    measures: Iterable[str | Measure] | None = None,
-    rules: Iterable[str | TieRule] | None = None,
-    *,
-    n_seeds: int = DEFAULT_SEEDS,
-    chunk_rows: int | None = None,
-    memory: int | str = DEFAULT_MEMORY,
-    jobs: int = 1,
-    progress: bool = False,
-) -> Compared:
-    """Compare models chunk by chunk (:mod:`tieaudit.compare`): ``data`` holds each model's
-    candidates (anything :func:`evaluate_stream` reads), ``names`` their names.
-
-    The inputs are read side by side: a chunk of whole rows of the first (``chunk_rows`` rows,
-    or the lines the ``memory`` budget allows, shared among the models) and as many rows of each
-    other one, which must be the same rows. In one chunk they may be stored in any order (rows
-    pair by id, as in memory); across chunks every input must hold its rows in the same order,
-    else the first row out of place is named. Each chunk's :class:`tieaudit.compare.CompareSums`
-    are merged in row order: one chunk gives the in-memory comparison bit for bit, several agree
-    with it to a relative ``1e-12``. ``rules`` are set against ``expected`` as
-    :func:`tieaudit.compare.ranking_flips` sets them; ``jobs`` and ``progress`` as
-    :func:`evaluate_stream` takes them.
-    """
-    ms, rs = _checked(measures, rules, n_seeds, chunk_rows, jobs)
-    if len(data) != len(names):
-        raise ValueError(f"{len(names)} name(s) for {len(data)} inputs")
-    if any(r.spec.whole_table for r in rs):
-        raise ValueError(f"{next(r for r in rs if r.spec.whole_table)}: a rule that shuffles the "
-                         "stored positions of a whole table cannot be compared in chunks")  # fmt: skip
-    task = _CompareTask(tuple(names), tuple(map(str, ms)), tuple(map(str, rs)), n_seeds)
-    sources = [open_source(d) for d in data]
-    max_lines = None
-    if chunk_rows is None:
-        max_lines = max(1, chunk_lines(parse_memory(memory)) // max(1, len(sources)))
-    readers = [RowChunks(src.batches()) for src in sources]
-    checks = [RowCheck(src) for src in sources]
-    parts: list[CompareSums] = []
-    bar = Progress(sources[0].n_lines, "compare", enabled=progress)
-
-    def items() -> Iterator[tuple[tuple, int]]:
-        n = 0
-        while (first := readers[0].next(chunk_rows, max_lines)) is not None:
-            n += 1
-            # all of the first input in one chunk: all of the others too, paired as in memory
-            rows = None if n == 1 and readers[0].done() else len(row_ids(first[0])[0]) or None
-            taken = [first] + [r.next(max_rows=rows) or (first[0].slice(0, 0), r.offset)
-                               for r in readers[1:]]  # fmt: skip
-            if rows is not None:
-                _misplaced(sources, taken, names)
-            for check, (chunk, offset) in zip(checks, taken, strict=True):
-                check.add(chunk, offset)
-            yield (([c for c, _ in taken], [s.name for s in sources],
-                    [s.where(o) for s, (_, o) in zip(sources, taken, strict=True)],
-                    [o for _, o in taken]), first[0].num_rows)  # fmt: skip
-        for src, r, name in zip(sources[1:], readers[1:], names[1:], strict=True):
-            if not r.done():
-                extra = r.next(max_rows=1)
-                _misplaced([sources[0], src], [(extra[0].slice(0, 0), 0), extra],
-                           [names[0], name])  # fmt: skip
-
-    def keep(part: CompareSums, lines: int) -> None:
-        parts.append(part)
-        bar.update(lines)
-
-    try:
-        map_chunks(_compare_chunk, task, items(), jobs, keep)
-    finally:
-        bar.close()
-    if not parts:
-        raise CandidateError(f"{sources[0].name}: no candidates (the table is empty)")
-    sums = functools.reduce(CompareSums.merge, parts)
-    rule_names = [str(r) for r in rs]
-    flips = sums.flips(rule_names)
-    order = orderings(sums.models(), list(dict.fromkeys(flips["metric"])),
-                      [*dict.fromkeys([*rule_names, "expected"])])  # fmt: skip
-    return Compared(sums, flips, order, sums.note(), len(parts))
 
 
 class Progress:
