@@ -4,6 +4,7 @@ give the in-memory summary; rows that are not contiguous across chunks are refus
 from __future__ import annotations
 
 import gzip
+import io
 import json
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from tieaudit.audit import audit
 from tieaudit.batches import open_source, whole_rows
 from tieaudit.candidates import CandidateError
 from tieaudit.cli import main
+from tieaudit.io import frame_to_text
 from tieaudit.compare import ModelRows, compare, negatives_note, orderings, ranking_flips
 from tieaudit.rules import rule_kinds
 from tieaudit.stream import (
@@ -270,7 +272,6 @@ def test_open_source_names_what_it_reads(tmp_path) -> None:
 
 
 def test_progress_bar_only_on_a_terminal(monkeypatch) -> None:
-    import io
     import sys
 
     class Terminal(io.StringIO):
@@ -474,3 +475,53 @@ def test_cli_audit_and_compare_in_chunks(tmp_path, capsys) -> None:
                  "--chunk-rows", "5"]) == 2  # fmt: skip
     err = capsys.readouterr().err
     assert err.startswith("tieaudit: error: line ") and "sort every file by row" in err
+
+
+def test_evaluate_audit_and_compare_read_every_kind_of_input(tmp_path) -> None:
+    """A path (CSV, Parquet, a hive-partitioned folder, a glob), a pandas or polars DataFrame, a
+    pyarrow Table and a pyarrow dataset, in memory and in chunks, give the same results."""
+    import polars
+    import pyarrow.dataset as ds
+
+    frame = tie_frame(12)
+    other = two_models(frame, 4)[0]
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    frame.to_csv(tmp_path / "all.csv", index=False)
+    pq.write_table(table, tmp_path / "all.parquet", row_group_size=5)
+    lake = tmp_path / "lake"
+    for part, rows in (("a", frame["row"] < "r5"), ("b", frame["row"] >= "r5")):
+        (lake / f"part={part}").mkdir(parents=True)
+        pq.write_table(table.filter(pa.array(rows)), lake / f"part={part}" / "x.parquet",
+                       row_group_size=7)  # fmt: skip
+    # the lake holds the rows in name order (r0, r1, r10, r11, r2, ...): so does the other model
+    in_lake_order = pd.concat([other[other["row"] < "r5"], other[other["row"] >= "r5"]])
+    rules = ["input_order", "expected", "item_id"]
+    want = evaluate(frame, MEASURES, rules).summary()
+    want_audit = audit(frame, MEASURES, rules, n_permutations=2)
+    want_flips = compare({"A": frame, "B": other}, MEASURES, rules).flips
+    inputs = {
+        "csv": tmp_path / "all.csv", "parquet": str(tmp_path / "all.parquet"), "folder": lake,
+        "glob": str(lake / "*" / "*.parquet"), "pandas": frame, "polars": polars.from_pandas(frame),
+        "table": table, "dataset": ds.dataset(lake, partitioning="hive"),
+    }  # fmt: skip
+    for kind, data in inputs.items():
+        stored = in_lake_order if kind in ("folder", "glob", "dataset") else other
+        assert_same_summary(evaluate(data, MEASURES, rules).summary(), want)
+        for chunks in ({}, {"chunk_rows": 5}):
+            got = audit(data, MEASURES, rules, n_permutations=2, **chunks)
+            assert_same_audit(got, want_audit)
+            flips = compare({"A": data, "B": stored}, MEASURES, rules, **chunks).flips
+            pd.testing.assert_frame_equal(flips, want_flips, rtol=RTOL, atol=1e-15, obj=kind)
+    # the command line takes a folder or a glob
+    args = ["-m", *MEASURES, "-r", *rules]
+    assert main(["audit", str(lake), *args, "--permutations", "2", "--out-dir",
+                 str(tmp_path / "audit")]) == 0  # fmt: skip
+    pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "audit" / "invariance.csv"),
+                                  pd.read_csv(io.StringIO(frame_to_text(want_audit.invariance))),
+                                  rtol=RTOL)  # fmt: skip
+    in_lake_order.to_csv(tmp_path / "other.csv", index=False)
+    assert main(["compare", inputs["glob"], str(tmp_path / "other.csv"), "--names", "A", "B",
+                 *args, "--out", str(tmp_path / "flips.csv")]) == 0  # fmt: skip
+    pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "flips.csv"),
+                                  pd.read_csv(io.StringIO(frame_to_text(want_flips))),
+                                  rtol=RTOL)  # fmt: skip

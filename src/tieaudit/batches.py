@@ -2,8 +2,9 @@
 
 A source (:func:`open_source`) is a candidates file (CSV or Parquet), a directory of Parquet files
 (a dataset, hive-partitioned as data lakes write them: ``key=value`` folders become columns), a
-glob naming files, a pyarrow Table or RecordBatchReader, or a pandas or polars DataFrame. Its records are read as
-Arrow record batches in stored order (Parquet by row groups, CSV by blocks; files in name order)
+glob naming files, a pyarrow Table, RecordBatchReader or dataset (``pyarrow.dataset``), or a
+pandas or polars DataFrame. Its records are read as Arrow record batches in stored order
+(Parquet by row groups, CSV by blocks; files in name order)
 and cut into chunks of whole rows (:func:`whole_rows`): a row whose lines continue in the next
 batch is carried over. A row whose lines are not contiguous cannot be cut that way: a row that
 comes back after other rows were read is an error naming it and how to sort the file
@@ -95,12 +96,18 @@ def _files_source(files: list[Path], name: str, root: Path | None) -> Source:
 
 
 def open_source(data: Any) -> Source:
-    """The :class:`Source` of a path (file, directory, glob), a pyarrow Table or
-    RecordBatchReader, or a DataFrame (pandas, or any with ``to_arrow()`` such as polars)."""
+    """The :class:`Source` of a path (file, directory, glob), a pyarrow Table, RecordBatchReader
+    or dataset (``pyarrow.dataset``), or a DataFrame (pandas, or any with ``to_arrow()`` such as
+    polars)."""
     if isinstance(data, pa.Table):
         return _table_source(data, "<table>")
     if isinstance(data, pa.RecordBatchReader):  # read once, as it streams
         return Source("<batches>", lambda: iter(data), None, rereadable=False)
+    import pyarrow.dataset as ds
+
+    if isinstance(data, ds.Dataset):  # in order: files, then records; partition keys are columns
+        return Source("<dataset>", lambda: data.to_batches(batch_size=BATCH_LINES),
+                      data.count_rows())  # fmt: skip
     if isinstance(data, pd.DataFrame):
         return _table_source(frame_to_arrow(data, "<frame>"), "<frame>")
     if hasattr(data, "to_arrow") and not isinstance(data, (str, os.PathLike)):
