@@ -486,21 +486,39 @@ def _csv_convert(path: Path, read: Any = None) -> Any:
     )
 
 
-def _csv_table(path: Path, name: str) -> pa.Table:
+def _csv_batches(path: Path, name: str) -> Iterator[pa.RecordBatch]:
+    """The records of a CSV file as record batches, one per block, columns read as
+    :func:`_csv_convert` says (a file without records: one empty batch, which carries the
+    columns). A line longer than a block: the file is read again with blocks 4 times larger,
+    skipping the records already given. Errors name the file (and the line of a malformed
+    record)."""
     import pyarrow.csv as pacsv
 
-    block = _CSV_BLOCK
+    block, given = _CSV_BLOCK, 0
     while True:
         try:
-            read = pacsv.ReadOptions(block_size=block)
-            convert = _csv_convert(path, read)
+            read, seen = pacsv.ReadOptions(block_size=block), 0
             with _csv_stream(path) as fh:
-                return pacsv.read_csv(fh, read_options=read, convert_options=convert)
+                reader = pacsv.open_csv(fh, read_options=read,
+                                        convert_options=_csv_convert(path, read))  # fmt: skip
+                for batch in reader:
+                    if seen + batch.num_rows > given:
+                        part = batch.slice(max(given - seen, 0))
+                        given += part.num_rows
+                        yield part
+                    seen += batch.num_rows
+                if not seen:
+                    yield pa.RecordBatch.from_pylist([], schema=reader.schema)
+            return
         except pa.ArrowInvalid as exc:
             if "straddl" in str(exc) and block < _CSV_MAX_BLOCK:  # a line longer than a block
                 block *= 4
                 continue
             raise CandidateError(f"{name}: {_csv_problem(path, exc, block)}") from None
+
+
+def _csv_table(path: Path, name: str) -> pa.Table:
+    return pa.Table.from_batches(list(_csv_batches(path, name)))
 
 
 def _csv_problem(path: Path, exc: pa.ArrowInvalid, block: int = _CSV_BLOCK) -> str:
@@ -608,28 +626,7 @@ def file_batches(path: str | os.PathLike[str], batch_lines: int) -> Iterator[pa.
 
             yield from parquet_file(p).iter_batches(batch_size=batch_lines)
         else:
-            import pyarrow.csv as pacsv
-
-            # a line longer than a block: read again with blocks 4 times larger, skipping the
-            # records already given
-            block, given = _CSV_BLOCK, 0
-            while True:
-                try:
-                    read, seen = pacsv.ReadOptions(block_size=block), 0
-                    with _csv_stream(p) as fh:
-                        for batch in pacsv.open_csv(fh, read_options=read,
-                                                    convert_options=_csv_convert(p, read)):  # fmt: skip
-                            if seen + batch.num_rows > given:
-                                part = batch.slice(max(given - seen, 0))
-                                given += part.num_rows
-                                yield part
-                            seen += batch.num_rows
-                    return
-                except pa.ArrowInvalid as exc:
-                    if "straddl" in str(exc) and block < _CSV_MAX_BLOCK:
-                        block *= 4
-                        continue
-                    raise CandidateError(f"{path}: {_csv_problem(p, exc, block)}") from None
+            yield from _csv_batches(p, str(path))
     except CandidateError:
         raise
     except (pa.ArrowInvalid, OSError) as exc:
