@@ -140,16 +140,35 @@ def _encode(column: pa.ChunkedArray | pa.Array, sort: bool) -> tuple[np.ndarray,
     dictionary = enc.dictionary
     if pa.types.is_integer(dictionary.type):
         dictionary = pc.cast(dictionary, pa.string())
+    numbers = enc.dictionary if pa.types.is_integer(enc.dictionary.type) else None
     values = dictionary.to_numpy(zero_copy_only=False).astype(object, copy=False)
     if sort and len(values) > 1:
         # Arrow compares UTF-8 bytes, which is code-point order (numpy's fixed-width strings
-        # would drop trailing NULs).
-        order = pc.sort_indices(dictionary).to_numpy()
+        # would drop trailing NULs); integers are put in the order of their text without it
+        order = _text_order(numbers.to_numpy()) if numbers is not None else None
+        order = pc.sort_indices(dictionary).to_numpy() if order is None else order
         rank = np.empty(len(order), dtype=np.int64)
         rank[order] = np.arange(len(order))
         codes = rank[codes]
         values = values[order]
     return codes, values
+
+
+_POWERS = 10 ** np.arange(1, 20, dtype=np.uint64)
+
+
+def _text_order(values: np.ndarray) -> np.ndarray | None:
+    """The order of distinct integers by their decimal text in code-point order (``-`` before
+    the digits, a text before its extensions: ``-2, 0, 1, 10, 2``), without writing the text;
+    ``None`` for integers beyond int64."""
+    if values.dtype.kind == "u" and len(values) and values.max() > np.iinfo(np.int64).max:
+        return None
+    v = values.astype(np.int64)
+    neg = v < 0
+    magnitude = np.where(neg, -(v + 1), v).astype(np.uint64) + neg  # |v|, int64's min too
+    digits = np.searchsorted(_POWERS, magnitude, side="right") + 1
+    aligned = magnitude * np.uint64(10) ** (19 - digits).astype(np.uint64)  # digits at the left
+    return np.lexsort((digits, aligned, ~neg))
 
 
 def frame_to_arrow(frame: pd.DataFrame, source: str = "<frame>") -> pa.Table:
