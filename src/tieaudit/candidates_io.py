@@ -154,7 +154,7 @@ def _encode(column: pa.ChunkedArray | pa.Array, sort: bool) -> tuple[np.ndarray,
     return codes, values
 
 
-_POWERS = 10 ** np.arange(1, 20, dtype=np.uint64)
+_POWERS = 10 ** np.arange(0, 20, dtype=np.uint64)
 
 
 def _text_order(values: np.ndarray) -> np.ndarray | None:
@@ -163,12 +163,13 @@ def _text_order(values: np.ndarray) -> np.ndarray | None:
     ``None`` for integers beyond int64."""
     if values.dtype.kind == "u" and len(values) and values.max() > np.iinfo(np.int64).max:
         return None
-    v = values.astype(np.int64)
+    v = values.astype(np.int64, copy=False)
     neg = v < 0
     magnitude = np.where(neg, -(v + 1), v).astype(np.uint64) + neg  # |v|, int64's min too
-    digits = np.searchsorted(_POWERS, magnitude, side="right") + 1
-    aligned = magnitude * np.uint64(10) ** (19 - digits).astype(np.uint64)  # digits at the left
-    return np.lexsort((digits, aligned, ~neg))
+    digits = np.searchsorted(_POWERS, magnitude, side="right")  # the number of digits (0: 0)
+    aligned = magnitude * _POWERS[19 - digits]  # the digits moved to the left, 19 places
+    keys = (digits, aligned, ~neg) if neg.any() else (digits, aligned)
+    return np.lexsort(keys)
 
 
 def frame_to_arrow(frame: pd.DataFrame, source: str = "<frame>") -> pa.Table:
