@@ -24,8 +24,10 @@ from tieaudit.cli import main
 from tieaudit.io import frame_to_text
 from tieaudit.compare import ModelRows, compare, negatives_note, orderings, ranking_flips
 from tieaudit.rules import rule_kinds
+from tieaudit.rules import parse_rules
 from tieaudit.stream import (
     Progress,
+    budget_lines,
     chunk_lines,
     evaluate_stream,
     parse_memory,
@@ -235,6 +237,12 @@ def test_memory_budget() -> None:
     assert chunk_lines(parse_memory("2GB")) > chunk_lines(parse_memory("1GB")) >= 1000
     got = evaluate_stream(tie_frame(), ["HR@2"], ["expected"], memory="1KB")  # 1000 lines
     assert got.n_chunks == 1 and got.max_lines == 1000
+    # random:SEED keeps each line's shuffled position (4 bytes) while the chunks are evaluated
+    rules = parse_rules(["input_order", "random:3"])
+    assert budget_lines("1GB", rules, 10**8) == chunk_lines(10**9 - 4 * 10**8)
+    assert budget_lines("1GB", rules[:1], 10**8) == chunk_lines(10**9)
+    assert budget_lines("1GB", rules[:1], 10**8, share=3) == chunk_lines(10**9) // 3
+    assert budget_lines(None, rules, 10**8) is None
 
 
 def test_cli_streams_and_refuses(tmp_path, capsys) -> None:

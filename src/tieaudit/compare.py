@@ -51,11 +51,10 @@ from .rules import TieRule
 from .stream import (
     Progress,
     check_options,
+    budget_lines,
     check_size,
-    chunk_lines,
     chunk_table,
     map_chunks,
-    parse_memory,
 )
 from .sums import Moments
 
@@ -431,9 +430,8 @@ def compare(
     sources = [open_source(d) for d in data]
     if whole:  # each chunk's place in the whole shuffle needs the number of lines
         sources = [src.counted() for src in sources]
-    max_lines = None
-    if chunk_rows is None and memory is not None:
-        max_lines = max(1, chunk_lines(parse_memory(memory)) // max(1, len(sources)))
+    max_lines = None if chunk_rows is not None else budget_lines(
+        memory, rs, sources[0].n_lines, max(1, len(sources)))  # fmt: skip
     readers = [RowChunks(src.batches()) for src in sources]
     checks = [RowCheck(src) for src in sources]
     parts: list[CompareSums] = []

@@ -42,7 +42,7 @@ from .sums import Sums
 __all__ = [
     "Streamed", "evaluate_stream", "parse_memory", "chunk_lines", "DEFAULT_MEMORY",
     "BYTES_PER_LINE", "BASELINE", "Progress", "map_chunks", "check_options", "open_chunks",
-    "chunk_table", "check_size",
+    "chunk_table", "check_size", "budget_lines",
 ]  # fmt: skip
 
 #: The default memory budget of a process, in bytes.
@@ -235,13 +235,22 @@ def open_chunks(data: Any, rs: list[TieRule], chunk_rows: int | None, memory: in
     rows, or one chunk when neither ``chunk_rows`` nor ``memory`` is given); ``share``: how
     many lines a chunk's line costs against the memory budget."""
     source = open_source(data)
-    max_lines = None
-    if chunk_rows is None and memory is not None:
-        max_lines = max(1, chunk_lines(parse_memory(memory)) // share)
     whole = [r for r in rs if r.spec.whole_table]
     if whole:  # each chunk's place in the whole shuffle needs the number of lines
         source = source.counted()
+    max_lines = None if chunk_rows is not None else budget_lines(memory, rs, source.n_lines, share)
     return source, _chunks(source, chunk_rows, max_lines, whole), max_lines
+
+
+def budget_lines(memory: int | str | None, rs: list[TieRule], n_lines: int | None,
+                 share: int = 1) -> int | None:  # fmt: skip
+    """Lines per chunk within the ``memory`` budget (``None``: no budget, one chunk), once what
+    a rule keeps of the whole input of ``n_lines`` lines (:attr:`tieaudit.rules.RuleKind.table_bytes`) is taken
+    from it; ``share``: how many lines a chunk's line costs."""
+    if memory is None:
+        return None
+    kept = max((r.spec.table_bytes for r in rs), default=0) * (n_lines or 0)
+    return max(1, chunk_lines(parse_memory(memory) - kept) // share)
 
 
 class Progress:
