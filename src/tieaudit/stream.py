@@ -1,5 +1,9 @@
 """Evaluation in chunks of whole rows: memory bounded by the chunk, not by the input.
 
+The audit and the comparison read their input the same way (:func:`tieaudit.audit.audit`,
+:func:`tieaudit.compare.compare`), through the pieces here: :func:`open_chunks`,
+:func:`chunk_table` and :func:`map_chunks`, the one runner of chunks in this process or a pool.
+
 :func:`evaluate_stream` reads its input a chunk of whole rows at a time (:mod:`tieaudit.batches`:
 files, Parquet datasets, globs, Arrow tables, DataFrames), evaluates each chunk with
 :func:`tieaudit.evaluate` and keeps only its :class:`tieaudit.sums.Sums`, merged in row order.
