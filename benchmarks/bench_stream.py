@@ -1,4 +1,5 @@
-"""Benchmark: streamed ``tieaudit evaluate`` on large tie-heavy Parquet files against the limit.
+"""Benchmark: streamed ``tieaudit evaluate``, ``audit`` and ``compare`` on large tie-heavy
+Parquet files against the limit.
 
 Run on demand (``python benchmarks/bench_stream.py --lines 3e6 30e6``); it prints, from one run
 per case, wall seconds, CPU seconds (user + system) and peak RSS of
@@ -9,18 +10,24 @@ per case, wall seconds, CPU seconds (user + system) and peak RSS of
   groups, rows coded by hashing (no sort), each row's relevant score and the counts ``g`` above
   it, ``t`` tied with it and tied before it in stored order taken with ``np.bincount``: that gives
   input_order and expected nDCG@10 and HR@10 exactly (checked against tieaudit's output);
+* ``tieaudit evaluate`` under every registered rule (seeded ones with seed 0) and
+  ``--seeds 100`` (``--all-rules``, ``--jobs 1``);
+* ``tieaudit audit`` and ``tieaudit compare`` (the file against a second model: the same rows,
+  items and relevant items, other scores) with the two rules, at the sizes of ``--analyses``;
 
 and the ratios tieaudit / limit and jobs 1 / jobs 2. Each run is its own process under
 ``/usr/bin/time`` (peak RSS is the largest single process: with ``--jobs 2`` the main process
 and each worker hold about one chunk). The machine may be shared: the load average is printed
-beside the numbers.
+beside every line.
 
-The files (generated once into ``--dir``, kept): 100 candidates a row, integer scores on 5
-levels 0..4 with 70% zeros, the relevant item stored first and one level up half of the time,
-integer row, user and item ids, row groups of 1M lines.
+The files (generated block by block into ``--dir``, so generation holds one row group at a
+time; kept, or deleted after their size's runs with ``--delete``): 100 candidates a row,
+integer scores on 5 levels 0..4 with 70% zeros, the relevant item stored first and one level up
+half of the time, integer row, user and item ids, row groups of 1M lines.
 
 Targets (issue 22): peak RSS <= 1.5 GB at every size; the two-rule evaluation <= 5x the limit
-pass at 30M and 300M lines; ``--jobs 2`` >= 1.7x faster than ``--jobs 1``.
+pass at 30M and 300M lines; ``--jobs 2`` >= 1.7x faster than ``--jobs 1``; audit and compare at
+30M lines within 1.5 GB.
 """
 
 from __future__ import annotations
@@ -37,16 +44,20 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from tieaudit.rules import rule_kinds
+
 N_CANDIDATES = 100
 ROW_GROUP = 1_000_000
 CATALOG = 1_000_000
 K = 10
 
 
-def make_file(path: Path, n_lines: int, seed: int = 0) -> None:
-    """Write the tie-heavy file of ``n_lines`` lines (a multiple of 100) block by block."""
+def make_file(path: Path, n_lines: int, seed: int = 0, score_seed: int | None = None) -> None:
+    """Write the tie-heavy file of ``n_lines`` lines (a multiple of 100) block by block; with
+    ``score_seed``, the same rows, items and relevant items scored by another model."""
     n_rows = n_lines // N_CANDIDATES
     rng = np.random.default_rng(seed)
+    other = None if score_seed is None else np.random.default_rng([seed, score_seed])
     schema = pa.schema([("row", pa.int64()), ("user_id", pa.int64()), ("item_id", pa.int64()),
                         ("label", pa.int8()), ("score", pa.int64())])  # fmt: skip
     tmp = path.with_suffix(".tmp")
@@ -54,8 +65,9 @@ def make_file(path: Path, n_lines: int, seed: int = 0) -> None:
         per_block = ROW_GROUP // N_CANDIDATES
         for lo in range(0, n_rows, per_block):
             w = min(per_block, n_rows - lo)
-            levels = rng.choice(5, p=[0.7, 0.12, 0.09, 0.06, 0.03], size=(w, N_CANDIDATES))
-            levels[:, 0] = np.minimum(levels[:, 0] + rng.integers(0, 2, size=w), 4)
+            levels = _levels(rng, w)
+            if other is not None:  # the first model's draws keep the items the same
+                levels = _levels(other, w)
             # distinct items within a row: a random start and stride over the catalogue
             start = rng.integers(0, CATALOG, size=(w, 1))
             items = (start + np.arange(N_CANDIDATES) * 7919) % CATALOG
@@ -66,6 +78,14 @@ def make_file(path: Path, n_lines: int, seed: int = 0) -> None:
                                          "item_id": items.ravel(), "label": labels.ravel(),
                                          "score": levels.ravel()}, schema=schema))  # fmt: skip
     tmp.replace(path)
+
+
+def _levels(rng: np.random.Generator, w: int) -> np.ndarray:
+    """Scores of ``w`` rows: 5 levels, 70% zeros, the relevant item (first) one level up half of
+    the time."""
+    levels = rng.choice(5, p=[0.7, 0.12, 0.09, 0.06, 0.03], size=(w, N_CANDIDATES))
+    levels[:, 0] = np.minimum(levels[:, 0] + rng.integers(0, 2, size=w), 4)
+    return levels
 
 
 def limit_pass(path: Path) -> dict[str, float]:
@@ -127,9 +147,35 @@ def timed(cmd: list[str]) -> tuple[float, float, float, str]:
     return float(wall), float(user) + float(sys_), int(rss) / 1e6, out.stdout
 
 
+def all_rules() -> list[str]:
+    """Every registered rule, the seeded ones with seed 0."""
+    return [f"{k.name}:0" if k.seeded else k.name for k in rule_kinds()]
+
+
+def _fmt(run: tuple[float, float, float, str]) -> str:
+    return f"{run[0]:.1f} s / {run[1]:.1f} s / {run[2]:.2f} GB"
+
+
+def _ratio(run: tuple[float, float, float, str], base: tuple[float, float, float, str],
+           what: str) -> str:  # fmt: skip
+    """Wall and CPU of ``run`` against ``base``'s."""
+    return f"{run[0] / base[0]:.2f}x {what} (CPU {run[1] / base[1]:.2f}x)"
+
+
+def _line(*cells: str) -> None:
+    print("| " + " | ".join(cells) + f" | {os.getloadavg()[0]:.1f} |", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--lines", type=float, nargs="+", default=[3e6, 30e6])
+    ap.add_argument("--analyses", type=float, nargs="*", default=[30e6],
+                    help="sizes (among --lines) at which audit and compare run")  # fmt: skip
+    ap.add_argument("--all-rules", action="store_true",
+                    help="also every registered rule with --seeds 100")  # fmt: skip
+    ap.add_argument("--jobs", type=int, nargs="+", default=[1, 2],
+                    help="the --jobs of the two-rule evaluation (default: 1 2)")  # fmt: skip
+    ap.add_argument("--delete", action="store_true", help="delete each file after its runs")
     ap.add_argument("--dir", type=Path, default=Path(tempfile.gettempdir()) / "tieaudit-bench")
     ap.add_argument("--limit-only", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -139,31 +185,49 @@ def main() -> None:
         return
     args.dir.mkdir(parents=True, exist_ok=True)
     tieaudit = [sys.executable, "-m", "tieaudit.cli"]
-    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
-    print("| lines | file | limit: wall / CPU / RSS | jobs 1: wall / CPU / RSS | ratio | "
-          "jobs 2: wall / CPU / RSS | jobs 1 / jobs 2 | load |")
-    print("|---:|---:|---|---|---:|---|---:|---:|")
-    for n in args.lines:
-        n = int(n)
+    two = ["--metrics", "nDCG@10", "HR@10", "--rules", "input_order", "expected"]
+    print(f"{os.cpu_count()} cores; wall / CPU (user + system) / peak RSS, one run each")
+    print("| lines | case | wall / CPU / RSS | ratio | load |")
+    print("|---:|---|---|---:|---:|")
+    for n in map(int, args.lines):
         path = args.dir / f"ties_{n}.parquet"
         if not path.exists():
             make_file(path, n)
+        size = f"{n / 1e6:g}M ({path.stat().st_size / 1e6:.0f} MB)"
         lim = timed([sys.executable, __file__, "--limit-only", str(path)])
         limit = dict(line.split(",") for line in lim[3].splitlines())
+        _line(size, "limit pass", _fmt(lim), "1x")
         runs = {}
-        for jobs in (1, 2):
+        for jobs in args.jobs:
             out = args.dir / f"m_{n}_{jobs}.csv"
-            runs[jobs] = timed([*tieaudit, "evaluate", str(path), "--metrics", "nDCG@10", "HR@10",
-                                "--rules", "input_order", "expected", "--out", str(out),
+            runs[jobs] = timed([*tieaudit, "evaluate", str(path), *two, "--out", str(out),
                                 "--jobs", str(jobs)])  # fmt: skip
-            got = pd.read_csv(out)
-            for rec in got.itertuples():
+            for rec in pd.read_csv(out).itertuples():
                 assert abs(rec.value - float(limit[f"{rec.rule} {rec.metric}"])) < 1e-12, rec
-        load = os.getloadavg()[0]
-        fmt = "{:.1f} s / {:.1f} s / {:.2f} GB".format
-        print(f"| {n / 1e6:g}M | {path.stat().st_size / 1e6:.0f} MB | {fmt(*lim[:3])} | "
-              f"{fmt(*runs[1][:3])} | {runs[1][0] / lim[0]:.1f}x | {fmt(*runs[2][:3])} | "
-              f"{runs[1][0] / runs[2][0]:.2f}x | {load:.1f} |", flush=True)
+            ratio = _ratio(runs[jobs], lim, "limit")
+            if jobs > 1 and 1 in runs:
+                ratio = f"jobs 1 / jobs {jobs}: {runs[1][0] / runs[jobs][0]:.2f}x wall"
+            _line(size, f"evaluate, 2 rules, --jobs {jobs}", _fmt(runs[jobs]), ratio)
+        if args.all_rules:
+            run = timed([*tieaudit, "evaluate", str(path), "--metrics", "nDCG@10", "HR@10",
+                         "--rules", *all_rules(), "--seeds", "100", "--out",
+                         str(args.dir / f"all_{n}.csv")])  # fmt: skip
+            _line(size, f"evaluate, {len(all_rules())} rules, 100 seeds", _fmt(run),
+                  _ratio(run, lim, "limit"))  # fmt: skip
+        if n in map(int, args.analyses):
+            run = timed([*tieaudit, "audit", str(path), *two, "--out-dir",
+                         str(args.dir / f"audit_{n}")])  # fmt: skip
+            _line(size, "audit, 2 rules, 5 permutations", _fmt(run), _ratio(run, lim, "limit"))
+            other = args.dir / f"ties_{n}_b.parquet"
+            if not other.exists():
+                make_file(other, n, score_seed=1)
+            run = timed([*tieaudit, "compare", str(path), str(other), *two, "--out",
+                         str(args.dir / f"flips_{n}.csv")])  # fmt: skip
+            _line(size, "compare, 2 models, 2 rules", _fmt(run), _ratio(run, lim, "limit"))
+            if args.delete:
+                other.unlink()
+        if args.delete:
+            path.unlink()
 
 
 if __name__ == "__main__":

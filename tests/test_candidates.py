@@ -770,3 +770,25 @@ def test_frame_ids_and_exact_scores_beyond_64_bits_are_read() -> None:
                           "label": [1, 0], "score": [2**70, 1]})  # fmt: skip
     t = CandidateTable.from_frame(frame)
     assert t.row_ids.tolist() == [str(2**70)] and t.score.tolist() == [2.0**70, 1.0]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(-(2**63), 2**63 - 1) | st.integers(-1000, 1000), min_size=1,
+                max_size=40, unique=True),
+       st.sampled_from([pa.int64(), pa.uint64(), pa.int32()]))  # fmt: skip
+def test_integer_ids_are_coded_in_the_order_of_their_text(ids, kind) -> None:
+    """Integer item ids are ordered as their decimal text is (code points: '-' first, a text
+    before its extensions), computed without writing the text."""
+    from tieaudit.candidates_io import _encode
+
+    if pa.types.is_unsigned_integer(kind):
+        ids = [abs(i) * 2 for i in ids if abs(i) * 2 < 2**64]
+    elif kind == pa.int32():
+        ids = [i for i in ids if -(2**31) <= i < 2**31]
+    ids = list(dict.fromkeys(ids))
+    if not ids:
+        return
+    codes, values = _encode(pa.chunked_array([pa.array(ids, kind)]), sort=True)
+    text = sorted(str(i) for i in ids)
+    assert values.tolist() == text
+    assert [text[c] for c in codes] == [str(i) for i in ids]

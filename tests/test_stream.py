@@ -4,6 +4,7 @@ give the in-memory summary; rows that are not contiguous across chunks are refus
 from __future__ import annotations
 
 import gzip
+import io
 import json
 from pathlib import Path
 
@@ -16,11 +17,21 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tieaudit import evaluate
+from tieaudit.audit import audit
 from tieaudit.batches import open_source, whole_rows
 from tieaudit.candidates import CandidateError
 from tieaudit.cli import main
+from tieaudit.io import frame_to_text
+from tieaudit.compare import ModelRows, compare, negatives_note, orderings, ranking_flips
 from tieaudit.rules import rule_kinds
-from tieaudit.stream import Progress, chunk_lines, evaluate_stream, parse_memory
+from tieaudit.rules import parse_rules
+from tieaudit.stream import (
+    Progress,
+    budget_lines,
+    chunk_lines,
+    evaluate_stream,
+    parse_memory,
+)
 from tieaudit.sums import Sums
 from tieaudit.testing import candidate_frames, cut_points, summary_frames, tie_rules
 
@@ -53,6 +64,15 @@ def assert_same_summary(got: pd.DataFrame, want: pd.DataFrame, exact: bool = Fal
             np.testing.assert_array_equal(a, b, err_msg=c)
         else:
             np.testing.assert_allclose(a, b, rtol=RTOL, atol=1e-15, err_msg=c)
+
+
+def assert_same_audit(got, want, exact: bool = False) -> None:
+    """Invariance and diagnostics equal (``exact``: bit for bit), and the same checklist."""
+    tol = {"rtol": 0, "atol": 0} if exact else {"rtol": RTOL, "atol": 1e-15}
+    pd.testing.assert_frame_equal(got.invariance, want.invariance, **tol)
+    pd.testing.assert_frame_equal(got.diagnostics, want.diagnostics, **tol)
+    if exact:
+        assert got.checklist == want.checklist
 
 
 def test_one_chunk_is_the_in_memory_summary_bit_for_bit() -> None:
@@ -89,11 +109,15 @@ streamable_rules = tie_rules().filter(lambda r: not r.spec.whole_table and not r
 @given(data=st.data(), rules=st.lists(streamable_rules, min_size=1, max_size=3),
        chunk_rows=st.integers(1, 4))  # fmt: skip
 def test_random_batches_and_chunks_equal_in_memory(data, rules, chunk_rows) -> None:
+    """Evaluation and audit of record batches cut anywhere, in chunks of ``chunk_rows``."""
     frame = data.draw(candidate_frames(max_rows=7, max_len=5, interleave=False))
     cuts = data.draw(cut_points(len(frame)))
     want = evaluate(frame, MEASURES, rules, n_seeds=3).summary()
     got = evaluate_stream(_reader(frame, cuts), MEASURES, rules, n_seeds=3, chunk_rows=chunk_rows)
     assert_same_summary(got.summary(), want)
+    audited = audit(_reader(frame, cuts), MEASURES, rules, n_seeds=3, n_permutations=2,
+                    chunk_rows=chunk_rows)  # fmt: skip
+    assert_same_audit(audited, audit(frame, MEASURES, rules, n_seeds=3, n_permutations=2))
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -213,6 +237,12 @@ def test_memory_budget() -> None:
     assert chunk_lines(parse_memory("2GB")) > chunk_lines(parse_memory("1GB")) >= 1000
     got = evaluate_stream(tie_frame(), ["HR@2"], ["expected"], memory="1KB")  # 1000 lines
     assert got.n_chunks == 1 and got.max_lines == 1000
+    # random:SEED keeps each line's shuffled position (4 bytes) while the chunks are evaluated
+    rules = parse_rules(["input_order", "random:3"])
+    assert budget_lines("1GB", rules, 10**8) == chunk_lines(10**9 - 4 * 10**8)
+    assert budget_lines("1GB", rules[:1], 10**8) == chunk_lines(10**9)
+    assert budget_lines("1GB", rules[:1], 10**8, share=3) == chunk_lines(10**9) // 3
+    assert budget_lines(None, rules, 10**8) is None
 
 
 def test_cli_streams_and_refuses(tmp_path, capsys) -> None:
@@ -250,7 +280,6 @@ def test_open_source_names_what_it_reads(tmp_path) -> None:
 
 
 def test_progress_bar_only_on_a_terminal(monkeypatch) -> None:
-    import io
     import sys
 
     class Terminal(io.StringIO):
@@ -290,3 +319,217 @@ def test_a_line_longer_than_the_reader_block_is_streamed(tmp_path: Path) -> None
     whole = evaluate(path, ["nDCG@10"], ["input_order", "expected"]).summary()
     pd.testing.assert_frame_equal(streamed.summary(), whole, rtol=1e-12, atol=1e-15)
     assert streamed.n_rows == 40
+
+
+# --- audit and compare in chunks -----------------------------------------------------------
+
+AUDIT_RULES = ["input_order", "expected", "hash_mean", "item_id", "hash:3", "reversed_input"]
+
+
+def test_one_chunk_audit_is_the_in_memory_audit_bit_for_bit() -> None:
+    frame = tie_frame(20)
+    want = audit(frame, MEASURES, AUDIT_RULES, n_seeds=4, n_permutations=3)
+    got = audit(frame, MEASURES, AUDIT_RULES, n_seeds=4, n_permutations=3, memory="1GB")
+    assert got.n_chunks == 1 and got.evaluation is None
+    assert_same_audit(got, want, exact=True)
+    assert_same_summary(got.summary, want.evaluation.summary(), exact=True)
+
+
+@pytest.mark.parametrize("chunk_rows", [1, 3, 7])
+def test_audit_in_chunks_gives_the_in_memory_audit(chunk_rows: int) -> None:
+    """The shuffles draw from generators placed at each chunk's first line: every row is
+    permuted as in the whole table, so the rows moved are counted exactly."""
+    frame = tie_frame(20)
+    want = audit(frame, MEASURES, AUDIT_RULES, n_seeds=4, n_permutations=3)
+    got = audit(frame, MEASURES, AUDIT_RULES, n_seeds=4, n_permutations=3,
+                       chunk_rows=chunk_rows)  # fmt: skip
+    assert got.n_chunks == -(-20 // chunk_rows)
+    assert_same_audit(got, want)
+    assert got.invariance["share_rows_moved"].tolist() == \
+        want.invariance["share_rows_moved"].tolist()  # fmt: skip
+    assert got.checklist == want.checklist
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(frame=summary_frames(max_rows=7), chunk_rows=st.integers(1, 3), jobs=st.sampled_from([1, 2]))
+def test_summary_tables_audit_in_chunks_as_in_memory(frame, chunk_rows, jobs) -> None:
+    """A summary table's shuffles draw a varying number per row: the generators are carried
+    from chunk to chunk (in this process, whatever ``jobs``)."""
+    rules = ["input_order", "expected", "item_id"]
+    want = audit(frame, ["nDCG@3", "HR@2"], rules, n_permutations=3)
+    got = audit(frame, ["nDCG@3", "HR@2"], rules, n_permutations=3, chunk_rows=chunk_rows,
+                       jobs=jobs)  # fmt: skip
+    assert_same_audit(got, want)
+
+
+def test_audit_jobs_do_not_change_the_result() -> None:
+    frame = tie_frame(24)
+    one = audit(frame, MEASURES, AUDIT_RULES, n_seeds=3, n_permutations=2, chunk_rows=5)
+    two = audit(frame, MEASURES, AUDIT_RULES, n_seeds=3, n_permutations=2, chunk_rows=5,
+                       jobs=2)  # fmt: skip
+    assert two.n_chunks == one.n_chunks == 5
+    assert_same_audit(two, one, exact=True)
+
+
+def two_models(frame: pd.DataFrame, seed: int) -> list[pd.DataFrame]:
+    """The same rows and relevant items scored by two other models (scores on two levels)."""
+    rng = np.random.default_rng(seed)
+    return [frame.assign(score=rng.integers(0, 2, len(frame)).astype(float)) for _ in range(2)]
+
+
+def in_memory_flips(frames: list[pd.DataFrame], names: list[str], rules: list[str]):
+    models = [ModelRows.from_evaluation(n, evaluate(f, MEASURES, rules, n_seeds=3))
+              for n, f in zip(names, frames, strict=True)]  # fmt: skip
+    return models, ranking_flips(models, MEASURES, rules)
+
+
+def test_one_chunk_comparison_is_the_in_memory_one_bit_for_bit() -> None:
+    frame = tie_frame(20)
+    frames = [frame, *two_models(frame, 1)]
+    frames[2].loc[frames[2].index[frames[2]["label"] == 0][:2], "item_id"] = ["new0", "new1"]
+    models, want = in_memory_flips(frames, ["A", "B", "C"], RULES)
+    got = compare(dict(zip("ABC", frames, strict=True)), MEASURES, RULES, n_seeds=3)
+    assert got.n_chunks == 1
+    pd.testing.assert_frame_equal(got.flips, want, rtol=0, atol=0)
+    assert got.note == negatives_note(models) and "C in 1 of 20 rows" in got.note
+    order = orderings(models, MEASURES, [*RULES])
+    pd.testing.assert_frame_equal(got.orderings, order)
+    # stored in another order, in one chunk the rows pair by id as in memory
+    shuffled = [f.sort_values("row", ascending=False, kind="stable") for f in frames[1:]]
+    again = compare(dict(zip("ABC", [frame, *shuffled], strict=True)), MEASURES, RULES, n_seeds=3)
+    pd.testing.assert_frame_equal(again.flips, want, rtol=RTOL, atol=1e-15)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data(), chunk_rows=st.integers(1, 4), seed=st.integers(0, 2**32 - 1))
+def test_random_batches_compare_as_in_memory(data, chunk_rows, seed) -> None:
+    frame = data.draw(candidate_frames(max_rows=7, max_len=5, interleave=False))
+    frames = [frame, *two_models(frame, seed)]
+    rules = ["input_order", "expected", "hash_mean", "item_id"]
+    _, want = in_memory_flips(frames, ["A", "B", "C"], rules)
+    readers = [_reader(f, data.draw(cut_points(len(f)))) for f in frames]
+    got = compare(dict(zip("ABC", readers, strict=True)), MEASURES, rules, n_seeds=3,
+                  chunk_rows=chunk_rows)  # fmt: skip
+    pd.testing.assert_frame_equal(got.flips, want, rtol=RTOL, atol=1e-15)
+
+
+def test_compare_in_chunks_and_jobs(tmp_path) -> None:
+    frame = tie_frame(30)
+    frames = [frame, *two_models(frame, 5)]
+    _, want = in_memory_flips(frames, list("ABC"), [*RULES, "random:2"])
+    paths = []
+    for name, f in zip("abc", frames, strict=True):
+        pq.write_table(pa.Table.from_pandas(f, preserve_index=False), tmp_path / f"{name}.parquet",
+                       row_group_size=11)  # fmt: skip
+        paths.append(tmp_path / f"{name}.parquet")
+    models = dict(zip("ABC", paths, strict=True))
+    one = compare(models, MEASURES, [*RULES, "random:2"], n_seeds=3, chunk_rows=4)
+    two = compare(models, MEASURES, [*RULES, "random:2"], n_seeds=3, chunk_rows=4, jobs=2)
+    assert one.n_chunks == two.n_chunks == 8
+    pd.testing.assert_frame_equal(one.flips, want, rtol=RTOL, atol=1e-15)
+    pd.testing.assert_frame_equal(two.flips, one.flips, rtol=0, atol=0)
+
+
+def test_compare_in_chunks_refuses_rows_out_of_place(tmp_path) -> None:
+    frame = tie_frame(12)
+    other = two_models(frame, 2)[0]
+    moved = pd.concat([other[other["row"] == "r7"], other[other["row"] != "r7"]],
+                      ignore_index=True)  # fmt: skip
+    moved.to_csv(tmp_path / "b.csv", index=False)
+    # rows stored in another order within a chunk pair by id; r7 comes first in b.csv, where a
+    # holds r0 and the chunk of 4 rows does not hold r7
+    compare({"A": frame, "B": moved.iloc[::-1]}, MEASURES, ["input_order"], chunk_rows=12)
+    with pytest.raises(CandidateError, match=r"line 2 of B \(.*b.csv\) holds row 'r7' where "
+                       r"A \(<frame>\) holds row 'r0'.*same order: sort every file by row with a "
+                       r"stable sort"):  # fmt: skip
+        compare({"A": frame, "B": tmp_path / "b.csv"}, MEASURES, ["input_order"], chunk_rows=4)
+    fewer = other[other["row"] != "r11"]
+    with pytest.raises(CandidateError, match=r"B \(<frame>\) has no more rows where A \(<frame>\) "
+                       r"holds row 'r11'"):  # fmt: skip
+        compare({"A": frame, "B": fewer}, MEASURES, ["input_order"], chunk_rows=4)
+    with pytest.raises(CandidateError, match=rf"record {len(fewer) + 1} of B \(<frame>\) holds row "
+                       r"'r11' where A \(<frame>\) holds no row"):  # fmt: skip
+        compare({"A": fewer, "B": frame}, MEASURES, ["input_order"], chunk_rows=4)
+    # in one chunk, the in-memory message
+    with pytest.raises(ValueError, match=r"1 row\(s\) of B are not in A \(first: 'r11'\)"):
+        compare({"A": fewer, "B": frame}, MEASURES, ["input_order"])
+
+
+def test_cli_audit_and_compare_in_chunks(tmp_path, capsys) -> None:
+    frame = tie_frame(12)
+    pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), tmp_path / "a.parquet")
+    two_models(frame, 3)[0].to_csv(tmp_path / "b.csv", index=False)
+    args = ["-m", "nDCG@3", "HR@2", "-r", "input_order", "expected", "--seeds", "3"]
+    outs = {}
+    for how in ([], ["--chunk-rows", "5", "--jobs", "2"]):
+        out = tmp_path / f"audit{len(how)}"
+        assert main(["audit", str(tmp_path / "a.parquet"), *args, "--out-dir", str(out),
+                     "--permutations", "2", *how]) == 0  # fmt: skip
+        assert main(["compare", str(tmp_path / "a.parquet"), str(tmp_path / "b.csv"), *args,
+                     "--out", str(tmp_path / f"flips{len(how)}.csv"), *how]) == 0  # fmt: skip
+        outs[len(how)] = capsys.readouterr()
+    assert "audited 3 chunks of at most 5 rows" in outs[4].err
+    assert "compared 3 chunks of at most 5 rows" in outs[4].err
+    assert (tmp_path / "audit0" / "checklist.md").read_text() == \
+        (tmp_path / "audit4" / "checklist.md").read_text()  # fmt: skip
+    for name in ("invariance.csv", "diagnostics.csv"):
+        pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "audit4" / name),
+                                      pd.read_csv(tmp_path / "audit0" / name), rtol=RTOL)  # fmt: skip
+    pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "flips4.csv"),
+                                  pd.read_csv(tmp_path / "flips0.csv"), rtol=RTOL)  # fmt: skip
+    shuffled = frame.sample(frac=1, random_state=0)
+    shuffled.to_csv(tmp_path / "c.csv", index=False)
+    assert main(["compare", str(tmp_path / "a.parquet"), str(tmp_path / "c.csv"), *args,
+                 "--chunk-rows", "5"]) == 2  # fmt: skip
+    err = capsys.readouterr().err
+    assert err.startswith("tieaudit: error: line ") and "sort every file by row" in err
+
+
+def test_evaluate_audit_and_compare_read_every_kind_of_input(tmp_path) -> None:
+    """A path (CSV, Parquet, a hive-partitioned folder, a glob), a pandas or polars DataFrame, a
+    pyarrow Table and a pyarrow dataset, in memory and in chunks, give the same results."""
+    import polars
+    import pyarrow.dataset as ds
+
+    frame = tie_frame(12)
+    other = two_models(frame, 4)[0]
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    frame.to_csv(tmp_path / "all.csv", index=False)
+    pq.write_table(table, tmp_path / "all.parquet", row_group_size=5)
+    lake = tmp_path / "lake"
+    for part, rows in (("a", frame["row"] < "r5"), ("b", frame["row"] >= "r5")):
+        (lake / f"part={part}").mkdir(parents=True)
+        pq.write_table(table.filter(pa.array(rows)), lake / f"part={part}" / "x.parquet",
+                       row_group_size=7)  # fmt: skip
+    # the lake holds the rows in name order (r0, r1, r10, r11, r2, ...): so does the other model
+    in_lake_order = pd.concat([other[other["row"] < "r5"], other[other["row"] >= "r5"]])
+    rules = ["input_order", "expected", "item_id"]
+    want = evaluate(frame, MEASURES, rules).summary()
+    want_audit = audit(frame, MEASURES, rules, n_permutations=2)
+    want_flips = compare({"A": frame, "B": other}, MEASURES, rules).flips
+    inputs = {
+        "csv": tmp_path / "all.csv", "parquet": str(tmp_path / "all.parquet"), "folder": lake,
+        "glob": str(lake / "*" / "*.parquet"), "pandas": frame, "polars": polars.from_pandas(frame),
+        "table": table, "dataset": ds.dataset(lake, partitioning="hive"),
+    }  # fmt: skip
+    for kind, data in inputs.items():
+        stored = in_lake_order if kind in ("folder", "glob", "dataset") else other
+        assert_same_summary(evaluate(data, MEASURES, rules).summary(), want)
+        for chunks in ({}, {"chunk_rows": 5}):
+            got = audit(data, MEASURES, rules, n_permutations=2, **chunks)
+            assert_same_audit(got, want_audit)
+            flips = compare({"A": data, "B": stored}, MEASURES, rules, **chunks).flips
+            pd.testing.assert_frame_equal(flips, want_flips, rtol=RTOL, atol=1e-15, obj=kind)
+    # the command line takes a folder or a glob
+    args = ["-m", *MEASURES, "-r", *rules]
+    assert main(["audit", str(lake), *args, "--permutations", "2", "--out-dir",
+                 str(tmp_path / "audit")]) == 0  # fmt: skip
+    pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "audit" / "invariance.csv"),
+                                  pd.read_csv(io.StringIO(frame_to_text(want_audit.invariance))),
+                                  rtol=RTOL)  # fmt: skip
+    in_lake_order.to_csv(tmp_path / "other.csv", index=False)
+    assert main(["compare", inputs["glob"], str(tmp_path / "other.csv"), "--names", "A", "B",
+                 *args, "--out", str(tmp_path / "flips.csv")]) == 0  # fmt: skip
+    pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "flips.csv"),
+                                  pd.read_csv(io.StringIO(frame_to_text(want_flips))),
+                                  rtol=RTOL)  # fmt: skip

@@ -38,20 +38,29 @@ Tie diagnostics
 
 from __future__ import annotations
 
+import functools
+import itertools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, fields
+from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
-from .candidates import CandidateTable, as_table
+from .candidates import CandidateError, CandidateTable, as_table
 from .evaluate import DEFAULT_SEEDS, EXACT_RULE, Evaluation, evaluate
 from .measures import DEFAULT_MEASURES, Measure, parse_measure, parse_measures
 from .rules import DEFAULT_RULES, Result, TieRule, parse_rules
-from .ties import structure_type
+from .stream import Progress, check_options, chunk_table, map_chunks, open_chunks
+from .sums import Sums
+from .ties import storage_shares, structure_type
 
 __all__ = [
     "AuditResult",
+    "AuditSums",
+    "InvarianceSums",
+    "DiagnosticSums",
     "audit",
     "invariance",
     "diagnostics",
@@ -77,7 +86,8 @@ def permutation_names(n_random: int) -> list[str]:
     return ["positive_last", "reversed"] + [f"shuffle:{p}" for p in range(n_random)]
 
 
-def permute_within_rows(table: CandidateTable, how: str, seed: int = 0) -> CandidateTable:
+def permute_within_rows(table: CandidateTable, how: str, seed: int = 0,
+                        rng: np.random.Generator | None = None) -> CandidateTable:  # fmt: skip
     """The table with the lines of every row permuted; rows stay in first-appearance order.
 
     ``how`` is ``positive_last`` (the relevant item moved to the end, the others keep their order),
@@ -89,9 +99,11 @@ def permute_within_rows(table: CandidateTable, how: str, seed: int = 0) -> Candi
     ``t - 1``, ``reversed`` ``t - 1 - p``, ``shuffle:P`` a uniform place on ``0 .. t - 1`` (from
     the same generator). Every other count of a summary table is a function of ids and scores,
     which no permutation changes. (Each kind of table permutes itself:
-    :meth:`tieaudit.ties.TieStructure.permute`.)
+    :meth:`tieaudit.ties.TieStructure.permute`.) ``rng``, when given, is the generator a
+    ``shuffle:P`` draws from instead (a chunk of a larger table:
+    :meth:`tieaudit.ties.TieStructure.shuffle_rng`).
     """
-    return structure_type(table).permute(table, how, seed)
+    return structure_type(table).permute(table, how, seed, rng)
 
 
 def invariance(
@@ -114,28 +126,84 @@ def invariance(
     rs = parse_rules(rules if rules is not None else DEFAULT_RULES)
     if base is None or base.rank_cap is not None:
         base = evaluate(table, ms, rs, n_seeds=n_seeds, rank_cap=None)
-    names = permutation_names(n_permutations)
-    change = {(str(r), m): 0.0 for r in rs for m in ms}
-    moved = {str(r): np.zeros(table.n_rows, dtype=bool) for r in rs}
-    for how in names:
-        ev = evaluate(permute_within_rows(table, how, seed), ms, rs, n_seeds=n_seeds, rank_cap=None)
-        for r in rs:
-            name = str(r)
-            a, b = base[name], ev[name]
-            sig_a, sig_b = a.signature(base.structure), b.signature(ev.structure)
-            items_moved = np.any(sig_a != sig_b, axis=0)
-            moved[name][base.structure.rel_row[items_moved]] = True
-            for m in ms:
-                d = abs(float(b.values[m].mean()) - float(a.values[m].mean()))
-                change[(name, m)] = max(change[(name, m)], d)
-    rows = []
-    for r in rs:
-        name = str(r)
-        share = float(moved[name].mean())
-        ok = share == 0.0 and all(change[(name, m)] == 0.0 for m in ms)
-        for m in ms:
-            rows.append((name, str(m), change[(name, m)], share, "yes" if ok else "no", len(names)))
-    return pd.DataFrame(rows, columns=list(INVARIANCE_COLUMNS))
+    return InvarianceSums.of(base, n_permutations, seed).frame()
+
+
+@dataclass(frozen=True)
+class InvarianceSums:
+    """The sums over rows :func:`invariance` is made of: per rule and measure the sum of the
+    per-row values unpermuted (``base``) and under each permutation (``permuted``, in
+    :func:`permutation_names` order), and per rule the rows whose relevant items moved under
+    any permutation. Consecutive chunks of rows merge with :meth:`merge`."""
+
+    measures: tuple[str, ...]
+    rules: tuple[str, ...]
+    n_rows: int
+    base: dict[tuple[str, str], float]
+    permuted: tuple[dict[tuple[str, str], float], ...]
+    moved: dict[str, int]
+
+    @classmethod
+    def of(cls, base: Evaluation, n_permutations: int, seed: int, offset: int = 0,
+           chain: dict[int, np.random.Generator] | None = None) -> InvarianceSums:  # fmt: skip
+        """The sums of ``base``'s table (evaluated with ``rank_cap=None``), whose first line is
+        line ``offset`` of the whole input; ``chain`` carries the shuffles' generators from one
+        chunk to the next where they cannot be placed at ``offset`` (see
+        :meth:`tieaudit.ties.TieStructure.shuffle_rng`)."""
+        table, ms, rs = base.table, base.measures, base.rules
+        kind = structure_type(table)
+        totals = [{(str(r), str(m)): float(base[r].values[m].sum()) for r in rs for m in ms}]
+        moved = {str(r): np.zeros(table.n_rows, dtype=bool) for r in rs}
+        for how in permutation_names(n_permutations):
+            rng = None
+            if how.startswith("shuffle:"):
+                p = int(how.split(":", 1)[1])
+                rng = kind.shuffle_rng(seed, p, offset)
+                if rng is None:
+                    if chain is None or p not in chain:
+                        raise ValueError(f"{table.source}: the shuffles of a chunk after the first "
+                                         "need the generators the chunk before left")  # fmt: skip
+                    rng = chain[p]
+                if chain is not None:
+                    chain[p] = rng
+            ev = evaluate(permute_within_rows(table, how, seed, rng), ms, rs,
+                          n_seeds=base.n_seeds, rank_cap=None)  # fmt: skip
+            for r in rs:
+                a, b = base[r], ev[r]
+                items_moved = np.any(a.signature(base.structure) != b.signature(ev.structure),
+                                     axis=0)  # fmt: skip
+                moved[str(r)][base.structure.rel_row[items_moved]] = True
+            totals.append({(str(r), str(m)): float(ev[r].values[m].sum()) for r in rs for m in ms})
+        return cls(tuple(map(str, ms)), tuple(map(str, rs)), table.n_rows, totals[0],
+                   tuple(totals[1:]), {r: int(v.sum()) for r, v in moved.items()})  # fmt: skip
+
+    def merge(self, other: InvarianceSums) -> InvarianceSums:
+        """The sums of these rows followed by ``other``'s."""
+
+        def add(a: dict, b: dict) -> dict:
+            return {k: v + b[k] for k, v in a.items()}
+
+        return InvarianceSums(
+            self.measures, self.rules, self.n_rows + other.n_rows, add(self.base, other.base),
+            tuple(add(a, b) for a, b in zip(self.permuted, other.permuted, strict=True)),
+            add(self.moved, other.moved),
+        )  # fmt: skip
+
+    def frame(self) -> pd.DataFrame:
+        """The table :func:`invariance` gives."""
+        w = self.n_rows
+        rows = []
+        for r in self.rules:
+            change = {}
+            for m in self.measures:
+                change[m] = 0.0
+                for perm in self.permuted:
+                    change[m] = max(change[m], abs(perm[(r, m)] / w - self.base[(r, m)] / w))
+            share = self.moved[r] / w
+            ok = share == 0.0 and all(change[m] == 0.0 for m in self.measures)
+            for m in self.measures:
+                rows.append((r, m, change[m], share, "yes" if ok else "no", len(self.permuted)))
+        return pd.DataFrame(rows, columns=list(INVARIANCE_COLUMNS))
 
 
 @dataclass(frozen=True)
@@ -195,59 +263,156 @@ class Diagnostics:
         return pd.DataFrame(out, columns=list(DIAGNOSTIC_COLUMNS))
 
 
-def _mean(x: np.ndarray) -> float:
-    return float(x.mean()) if len(x) else 0.0
-
-
 def tie_diagnostics(ev: Evaluation, users_with_history: Iterable[str] | None = None
                     ) -> Diagnostics:  # fmt: skip
     """Tie diagnostics of an evaluation's table, typed (see :class:`Diagnostics`); with
     ``users_with_history``, also the share of cold-start rows."""
-    ts, table = ev.structure, ev.table
-    cold = None
-    if users_with_history is not None:
-        row_users = pd.Index(table.user_ids[table.row_user], dtype=object)
-        cold = _mean(~row_users.isin(np.asarray(users_with_history, dtype=object)))
-    w = ts.n_rows
-    has = ts.first >= 0
-    best = ts.first[has]  # each row's best relevant item (rows with one stored)
-    g, t = ts.g[best], ts.t[best]
-    tied = t > 1
-    stored_first, stored_last, among = ts.storage()
-    several = None
-    if not table.one_relevant:
+    return DiagnosticSums.of(ev, users_with_history).finish()
+
+
+def _share(count: float, among: int) -> float:
+    return count / among if among else 0.0
+
+
+def _add_counts(a: dict, b: dict) -> dict:
+    return {k: a.get(k, 0) + b.get(k, 0) for k in sorted(a.keys() | b.keys())}
+
+
+@dataclass(frozen=True)
+class DiagnosticSums:
+    """The counts and sums over rows the tie diagnostics are made of (:func:`tie_diagnostics`
+    is their one-chunk case); consecutive chunks of rows merge with :meth:`merge`.
+
+    ``with_relevant`` counts the rows with a stored relevant item, among which ``tied``,
+    ``t_total`` (tie-group sizes at the best relevant item), ``t_tied_total``,
+    ``strictly_first`` and ``straddles`` (per cutoff) are counted; ``modal`` and ``storage`` are
+    the structure's counts (:meth:`tieaudit.ties.TieStructure.modal_counts`,
+    :meth:`~tieaudit.ties.TieStructure.storage_counts`); ``gap`` sums each measure's optimistic -
+    pessimistic difference over rows.
+    """
+
+    rows: int
+    candidates: int
+    stored_lines: int
+    with_relevant: int
+    tied: int
+    t_total: int
+    t_tied_total: int
+    strictly_first: int
+    modal: tuple[float, float]
+    storage: tuple[int, int, int, str]
+    one_relevant: bool
+    positive_total: int
+    rows_several: int
+    rows_none: int
+    straddles: dict[int, int]
+    gap: dict[Measure, float]
+    tie_sizes: dict[int, int]
+    cold: int | None = None
+
+    @classmethod
+    def of(cls, ev: Evaluation, users_with_history: Iterable[str] | None = None
+           ) -> DiagnosticSums:  # fmt: skip
+        """The sums of an evaluation's rows."""
+        ts, table = ev.structure, ev.table
+        cold = None
+        if users_with_history is not None:
+            row_users = pd.Index(table.user_ids[table.row_user], dtype=object)
+            cold = int((~row_users.isin(np.asarray(users_with_history, dtype=object))).sum())
+        has = ts.first >= 0
+        best = ts.first[has]  # each row's best relevant item (rows with one stored)
+        g, t = ts.g[best], ts.t[best]
+        tied = t > 1
+        straddles = {}
+        for k in sorted({m.k for m in ev.measures}):
+            hit = np.zeros(ts.n_rows, dtype=bool)
+            hit[ts.rel_row[(ts.g < k) & (ts.g + ts.t > k)]] = True
+            straddles[k] = int(hit[has].sum())
+        low, high = ev.bounds()
+        sizes, counts = np.unique(t, return_counts=True)
         n_pos = table.n_positive
-        several = SeveralRelevant(
-            float(n_pos.mean()), float((n_pos > 1).mean()), int((n_pos == 0).sum())
+        return cls(
+            rows=ts.n_rows,
+            candidates=int(ts.length.sum()),
+            stored_lines=table.n_candidates,
+            with_relevant=len(best),
+            tied=int(tied.sum()),
+            t_total=int(t.sum()),
+            t_tied_total=int(t[tied].sum()),
+            strictly_first=int(((g == 0) & ~tied).sum()),
+            modal=ts.modal_counts(),
+            storage=ts.storage_counts(),
+            one_relevant=table.one_relevant,
+            positive_total=int(n_pos.sum()),
+            rows_several=int((n_pos > 1).sum()),
+            rows_none=int((n_pos == 0).sum()),
+            straddles=straddles,
+            gap={m: float((high[m] - low[m]).sum()) for m in ev.measures},
+            tie_sizes={int(s): int(c) for s, c in zip(sizes, counts, strict=True)},
+            cold=cold,
         )
-    straddles = {}
-    for k in sorted({m.k for m in ev.measures}):
-        hit = np.zeros(w, dtype=bool)
-        hit[ts.rel_row[(ts.g < k) & (ts.g + ts.t > k)]] = True
-        straddles[k] = _mean(hit[has])
-    low, high = ev.bounds()
-    sizes, counts = np.unique(t, return_counts=True)
-    return Diagnostics(
-        rows=w,
-        candidates=int(ts.length.sum()),
-        stored_lines=table.n_candidates,
-        mean_candidates_per_row=float(ts.length.mean()),
-        share_positive_tied=_mean(tied),
-        mean_tie_size_at_positive=_mean(t),
-        median_tie_size_at_positive=float(np.median(t)) if len(t) else 0.0,
-        max_tie_size_at_positive=int(t.max()) if len(t) else 0,
-        mean_tie_size_at_positive_when_tied=_mean(t[tied]),
-        share_candidates_at_modal_score=ts.modal_share(),
-        share_positive_stored_first=stored_first,
-        share_positive_stored_last=stored_last,
-        share_positive_strictly_first=_mean((g == 0) & ~tied),
-        stored_among=among,
-        several=several,
-        straddles=straddles,
-        gap={m: float((high[m] - low[m]).mean()) for m in ev.measures},
-        tie_sizes={int(s): int(c) for s, c in zip(sizes, counts, strict=True)},
-        share_rows_cold_start=cold,
-    )
+
+    def merge(self, other: DiagnosticSums) -> DiagnosticSums:
+        """The sums of these rows followed by ``other``'s."""
+        out = {}
+        for f in fields(self):
+            a, b = getattr(self, f.name), getattr(other, f.name)
+            if f.name == "one_relevant":
+                out[f.name] = a and b
+            elif f.name == "storage":
+                out[f.name] = (a[0] + b[0], a[1] + b[1], a[2] + b[2], a[3])
+            elif f.name == "modal":
+                out[f.name] = (a[0] + b[0], a[1] + b[1])
+            elif f.name in ("straddles", "tie_sizes"):
+                out[f.name] = _add_counts(a, b)
+            elif f.name == "gap":
+                out[f.name] = {m: v + b[m] for m, v in a.items()}
+            else:
+                out[f.name] = None if a is None or b is None else a + b
+        return DiagnosticSums(**out)
+
+    def _median_t(self) -> float:
+        """The median tie-group size at the relevant item (as ``numpy.median`` gives it)."""
+        n = self.with_relevant
+        if not n:
+            return 0.0
+        sizes = list(self.tie_sizes)
+        ends = np.cumsum(list(self.tie_sizes.values()))
+
+        def at(i: int) -> int:
+            return sizes[int(np.searchsorted(ends, i, side="right"))]
+
+        return float(at(n // 2)) if n % 2 else (at(n // 2 - 1) + at(n // 2)) / 2
+
+    def finish(self) -> Diagnostics:
+        """The diagnostics of all the rows summed."""
+        w, n = self.rows, self.with_relevant
+        first, last, among = storage_shares(*self.storage)
+        several = None
+        if not self.one_relevant:
+            several = SeveralRelevant(self.positive_total / w, self.rows_several / w,
+                                      self.rows_none)  # fmt: skip
+        return Diagnostics(
+            rows=w,
+            candidates=self.candidates,
+            stored_lines=self.stored_lines,
+            mean_candidates_per_row=self.candidates / w,
+            share_positive_tied=_share(self.tied, n),
+            mean_tie_size_at_positive=_share(self.t_total, n),
+            median_tie_size_at_positive=self._median_t(),
+            max_tie_size_at_positive=max(self.tie_sizes, default=0),
+            mean_tie_size_at_positive_when_tied=_share(self.t_tied_total, self.tied),
+            share_candidates_at_modal_score=float(self.modal[0] / self.modal[1]),
+            share_positive_stored_first=first,
+            share_positive_stored_last=last,
+            share_positive_strictly_first=_share(self.strictly_first, n),
+            stored_among=among,
+            several=several,
+            straddles={k: _share(c, n) for k, c in self.straddles.items()},
+            gap={m: v / w for m, v in self.gap.items()},
+            tie_sizes=self.tie_sizes,
+            share_rows_cold_start=None if self.cold is None else self.cold / w,
+        )
 
 
 def diagnostics(ev: Evaluation) -> pd.DataFrame:
@@ -280,11 +445,61 @@ def checklist(
     """A Markdown reporting checklist filled in from the evaluation, its diagnostics
     (:func:`tie_diagnostics`) and invariance; ``requested_rows`` (the rows the run asked for)
     is named when the table has fewer."""
-    summary = ev.summary()
+    return _checklist(Overview.of(ev), diag, inv, headline=headline, reported_rule=reported_rule,
+                      permutation_seed=permutation_seed, title=title,
+                      requested_rows=requested_rows)  # fmt: skip
+
+
+def _bound_rules() -> list[TieRule]:
+    """The rules whose means the checklist states whichever rules were run: the exact
+    expectation and its bounds."""
+    return [EXACT_RULE, *(parse_rules(EXACT_RULE.spec.support or ()))]
+
+
+@dataclass(frozen=True)
+class Overview:
+    """What the checklist reads of an evaluation: its summary, what was evaluated, and the means
+    of the expectation and its bounds (``bound_totals``: sums over rows, per rule and measure)."""
+
+    source: str
+    summary: pd.DataFrame
+    measures: list[Measure]
+    rules: list[TieRule]
+    n_rows: int
+    n_seeds: int
+    bound_totals: dict[tuple[str, str], float]
+
+    @classmethod
+    def of(cls, ev: Evaluation) -> Overview:
+        return cls(ev.table.source, ev.summary(), list(ev.measures), list(ev.rules),
+                   ev.table.n_rows, ev.n_seeds, bound_totals(ev))  # fmt: skip
+
+    def mean(self, rule: str, m: Measure) -> float:
+        return self.bound_totals[(rule, str(m))] / self.n_rows
+
+
+def bound_totals(ev: Evaluation) -> dict[tuple[str, str], float]:
+    """Sums over rows of the expectation and its bounds (:class:`Overview`)."""
+    return {(str(r), str(m)): float(ev.result(r).values[m].sum())
+            for r in _bound_rules() for m in ev.measures}  # fmt: skip
+
+
+def _checklist(
+    ev: Overview,
+    diag: Diagnostics,
+    inv: pd.DataFrame,
+    *,
+    headline: Sequence[str | Measure],
+    reported_rule: str,
+    permutation_seed: int,
+    title: str | None,
+    requested_rows: int | None,
+) -> str:
+    summary = ev.summary
     heads = [parse_measure(h) for h in headline if parse_measure(h) in ev.measures]
     if not heads:
         heads = list(ev.measures[:2])
-    w = ev.table.n_rows
+    w = ev.n_rows
     rules = [str(r) for r in ev.rules]
     verdict = inv.drop_duplicates("rule").set_index("rule")
     moved = verdict["share_rows_moved"]
@@ -294,12 +509,12 @@ def checklist(
         if len(sel):
             return float(sel[col].iloc[0])
         # the bounds and the expectation follow from the ties, whichever rules were run
-        return float(ev.result(rule).values[m].mean()) if col == "value" else float("nan")
+        return ev.mean(rule, m) if col == "value" else float("nan")
 
     first = diag.share_positive_stored_first
     last = diag.share_positive_stored_last
     tied = diag.share_positive_tied
-    lines = [f"# Tie-handling report: {title or ev.table.source}", ""]
+    lines = [f"# Tie-handling report: {title or ev.source}", ""]
     lines += [
         f"{w:,} evaluation rows{_short_of(requested_rows, w)}, {diag.candidates:,} candidates "
         f"({diag.mean_candidates_per_row:.1f} a row). "
@@ -432,17 +647,77 @@ def checklist(
 
 @dataclass(eq=False)
 class AuditResult:
-    """Everything :func:`audit` computes (``diagnostics`` is ``tie_diagnostics.to_frame()``)."""
+    """Everything :func:`audit` computes (``diagnostics`` is ``tie_diagnostics.to_frame()``).
+    A streamed audit (:func:`tieaudit.stream.audit_stream`) keeps no in-memory ``evaluation``
+    (``None``): its ``summary`` is the evaluation's summary."""
 
-    evaluation: Evaluation
+    evaluation: Evaluation | None
     invariance: pd.DataFrame
     diagnostics: pd.DataFrame
     checklist: str
     tie_diagnostics: Diagnostics | None = None
+    summary: pd.DataFrame | None = None
+    n_chunks: int = 1
+
+
+@dataclass(frozen=True)
+class AuditSums:
+    """What an audit of some rows keeps: the evaluation's sums (:class:`tieaudit.sums.Sums`),
+    the expectation's and its bounds' sums (:func:`bound_totals`), the invariance and the
+    diagnostics sums. Consecutive chunks of rows merge with :meth:`merge`; :meth:`result` fills
+    in the audit of all of them."""
+
+    source: str
+    n_seeds: int
+    sums: Sums
+    bounds: dict[tuple[str, str], float]
+    invariance: InvarianceSums
+    diagnostics: DiagnosticSums
+
+    @classmethod
+    def of(cls, ev: Evaluation, n_permutations: int, seed: int,
+           users_with_history: Iterable[str] | None = None, offset: int = 0,
+           chain: dict[int, np.random.Generator] | None = None) -> AuditSums:  # fmt: skip
+        """The sums of ``ev``'s rows (evaluated with ``rank_cap=None``); ``offset`` and
+        ``chain`` as :meth:`InvarianceSums.of` takes them."""
+        return cls(ev.table.source, ev.n_seeds, ev.sums(), bound_totals(ev),
+                   InvarianceSums.of(ev, n_permutations, seed, offset, chain),
+                   DiagnosticSums.of(ev, users_with_history))  # fmt: skip
+
+    def merge(self, other: AuditSums) -> AuditSums:
+        """The sums of these rows followed by ``other``'s."""
+        return AuditSums(
+            self.source, self.n_seeds, Sums.merge([self.sums, other.sums]),
+            {k: v + other.bounds[k] for k, v in self.bounds.items()},
+            self.invariance.merge(other.invariance), self.diagnostics.merge(other.diagnostics),
+        )  # fmt: skip
+
+    def result(
+        self,
+        *,
+        headline: Sequence[str | Measure] = ("nDCG@10", "HR@10"),
+        reported_rule: str = "expected",
+        permutation_seed: int = 0,
+        title: str | None = None,
+        requested_rows: int | None = None,
+        evaluation: Evaluation | None = None,
+        n_chunks: int = 1,
+    ) -> AuditResult:
+        """The audit of the rows summed (``evaluation``: the in-memory one, when there is)."""
+        summary = self.sums.summary()
+        overview = Overview(self.source, summary, parse_measures(self.sums.measures),
+                            parse_rules(self.sums.rules), self.sums.n_rows, self.n_seeds,
+                            self.bounds)  # fmt: skip
+        inv = self.invariance.frame()
+        diag = self.diagnostics.finish()
+        text = _checklist(overview, diag, inv, headline=headline, reported_rule=reported_rule,
+                          permutation_seed=permutation_seed, title=title,
+                          requested_rows=requested_rows)  # fmt: skip
+        return AuditResult(evaluation, inv, diag.to_frame(), text, diag, summary, n_chunks)
 
 
 def audit(
-    data: CandidateTable | pd.DataFrame | str,
+    data: CandidateTable | pd.DataFrame | str | object,
     measures: Iterable[str | Measure] | None = None,
     rules: Iterable[str | TieRule] | None = None,
     *,
@@ -454,17 +729,94 @@ def audit(
     title: str | None = None,
     users_with_history: Iterable[str] | None = None,
     requested_rows: int | None = None,
+    chunk_rows: int | None = None,
+    memory: int | str | None = None,
+    jobs: int = 1,
+    progress: bool = False,
 ) -> AuditResult:
     """Evaluate, check invariance, compute diagnostics and fill in the checklist;
     ``users_with_history`` adds the share of cold-start rows to the diagnostics,
-    ``requested_rows`` (the rows the run asked for) is named in the checklist when fewer."""
-    table = as_table(data)
+    ``requested_rows`` (the rows the run asked for) is named in the checklist when fewer.
+
+    ``data`` is anything :func:`tieaudit.evaluate` reads (a path to a file, a directory of
+    Parquet files or a glob, a pandas or polars DataFrame, a pyarrow Table or dataset, a
+    :class:`CandidateTable`). With ``chunk_rows``, ``memory`` or ``jobs > 1`` it is read and
+    audited in chunks of whole rows as :func:`tieaudit.stream.evaluate_stream` reads it (an
+    audit takes :data:`AUDIT_SHARE` times an evaluation's memory per line): the chunks'
+    :class:`AuditSums` merged in row order give the result, with no in-memory ``evaluation``.
+    The shuffles draw one number per stored line from generators placed at each chunk's first
+    line, so every row is permuted as in the whole table; a summary table draws a varying
+    number per row, so its chunks are audited one after another in this process whatever
+    ``jobs``. One chunk gives the in-memory audit bit for bit; several agree with it to a
+    relative ``1e-12`` (sums merged in another order).
+    """
     ms = parse_measures(measures if measures is not None else DEFAULT_MEASURES)
     rs = parse_rules(rules if rules is not None else DEFAULT_RULES)
-    ev = evaluate(table, ms, rs, n_seeds=n_seeds, rank_cap=None)
-    inv = invariance(table, ms, rs, n_permutations=n_permutations, seed=seed, n_seeds=n_seeds,
-                     base=ev)  # fmt: skip
-    diag = tie_diagnostics(ev, users_with_history)
-    text = checklist(ev, diag, inv, headline=headline, reported_rule=reported_rule,
-                     permutation_seed=seed, title=title, requested_rows=requested_rows)  # fmt: skip
-    return AuditResult(ev, inv, diag.to_frame(), text, diag)
+    finish = {"headline": headline, "reported_rule": reported_rule, "permutation_seed": seed,
+              "title": title, "requested_rows": requested_rows}  # fmt: skip
+    users = None if users_with_history is None else tuple(users_with_history)
+    task = _AuditTask(tuple(map(str, ms)), tuple(map(str, rs)), n_seeds, n_permutations, seed,
+                      users)  # fmt: skip
+    if chunk_rows is None and memory is None and jobs == 1:
+        ev = evaluate(as_table(data), ms, rs, n_seeds=n_seeds, rank_cap=None)
+        return AuditSums.of(ev, n_permutations, seed, users).result(**finish, evaluation=ev)
+    return _audit_in_chunks(data, task, finish, chunk_rows, memory, jobs, progress)
+
+
+#: What auditing a chunk takes against evaluating it, per line: the evaluation of the stored
+#: order and that of one permutation at a time, with their tables (see benchmarks/bench_stream.py).
+AUDIT_SHARE = 3
+
+
+@dataclass(frozen=True)
+class _AuditTask:
+    """What a process needs to audit a chunk (picklable)."""
+
+    measures: tuple[str, ...]
+    rules: tuple[str, ...]
+    n_seeds: int
+    n_permutations: int
+    seed: int
+    users: tuple[str, ...] | None
+
+
+def _audit_chunk(task: _AuditTask, chunk: pa.Table | CandidateTable, name: str, where: Any,
+                 place: tuple[int, int | None] = (0, None),
+                 chain: dict[int, Any] | None = None) -> AuditSums:  # fmt: skip
+    """The audit sums of one chunk; ``chain``: the shuffles' generators carried from chunk to
+    chunk in this process (:meth:`InvarianceSums.of`)."""
+    table = chunk_table(chunk, name, where, place)
+    ev = evaluate(table, task.measures, task.rules, n_seeds=task.n_seeds, rank_cap=None)
+    return AuditSums.of(ev, task.n_permutations, task.seed, task.users, place[0], chain)
+
+
+def _audit_in_chunks(data: object, task: _AuditTask, finish: dict[str, Any],
+                     chunk_rows: int | None, memory: int | str | None, jobs: int,
+                     progress: bool) -> AuditResult:  # fmt: skip
+    """:func:`audit` in chunks of whole rows."""
+    rs = check_options(task.measures, task.rules, task.n_seeds, chunk_rows, jobs)[1]
+    if isinstance(data, CandidateTable):
+        return _audit_chunk(task, data, data.source, None).result(**finish)
+    source, chunks, _ = open_chunks(data, rs, chunk_rows, memory, AUDIT_SHARE)
+    first = next(chunks, None)
+    if first is None:
+        raise CandidateError(f"{source.name}: no candidates (the table is empty)")
+    if "n_tied" in first[0].column_names:  # a summary table: the shuffles are drawn in turn
+        jobs = 1
+    chain: dict[int, Any] = {}
+    parts: list[AuditSums] = []
+    bar = Progress(source.n_lines, "audit", enabled=progress)
+
+    def keep(part: AuditSums, lines: int) -> None:
+        parts.append(part)
+        bar.update(lines)
+
+    items = (((chunk, source.name, source.where(offset), (offset, source.n_lines),
+               *((chain,) if jobs == 1 else ())), chunk.num_rows)
+             for chunk, offset in itertools.chain([first], chunks))  # fmt: skip
+    try:
+        map_chunks(_audit_chunk, task, items, jobs, keep)
+    finally:
+        bar.close()
+    merged = functools.reduce(AuditSums.merge, parts)
+    return merged.result(**finish, n_chunks=len(parts))

@@ -2,8 +2,9 @@
 
 A source (:func:`open_source`) is a candidates file (CSV or Parquet), a directory of Parquet files
 (a dataset, hive-partitioned as data lakes write them: ``key=value`` folders become columns), a
-glob naming files, a pyarrow Table or RecordBatchReader, or a pandas or polars DataFrame. Its records are read as
-Arrow record batches in stored order (Parquet by row groups, CSV by blocks; files in name order)
+glob naming files, a pyarrow Table, RecordBatchReader or dataset (``pyarrow.dataset``), or a
+pandas or polars DataFrame. Its records are read as Arrow record batches in stored order
+(Parquet by row groups, CSV by blocks; files in name order)
 and cut into chunks of whole rows (:func:`whole_rows`): a row whose lines continue in the next
 batch is carried over. A row whose lines are not contiguous cannot be cut that way: a row that
 comes back after other rows were read is an error naming it and how to sort the file
@@ -34,7 +35,7 @@ from .candidates_io import (
     frame_to_arrow,
 )
 
-__all__ = ["Source", "open_source", "whole_rows", "RowCheck", "BATCH_LINES"]
+__all__ = ["Source", "open_source", "whole_rows", "RowChunks", "row_ids", "RowCheck", "BATCH_LINES"]
 
 #: Lines per record batch read from a file (a chunk is one batch or more).
 BATCH_LINES = 1 << 16
@@ -95,12 +96,18 @@ def _files_source(files: list[Path], name: str, root: Path | None) -> Source:
 
 
 def open_source(data: Any) -> Source:
-    """The :class:`Source` of a path (file, directory, glob), a pyarrow Table or
-    RecordBatchReader, or a DataFrame (pandas, or any with ``to_arrow()`` such as polars)."""
+    """The :class:`Source` of a path (file, directory, glob), a pyarrow Table, RecordBatchReader
+    or dataset (``pyarrow.dataset``), or a DataFrame (pandas, or any with ``to_arrow()`` such as
+    polars)."""
     if isinstance(data, pa.Table):
         return _table_source(data, "<table>")
     if isinstance(data, pa.RecordBatchReader):  # read once, as it streams
         return Source("<batches>", lambda: iter(data), None, rereadable=False)
+    import pyarrow.dataset as ds
+
+    if isinstance(data, ds.Dataset):  # in order: files, then records; partition keys are columns
+        return Source("<dataset>", lambda: data.to_batches(batch_size=BATCH_LINES),
+                      data.count_rows())  # fmt: skip
     if isinstance(data, pd.DataFrame):
         return _table_source(frame_to_arrow(data, "<frame>"), "<frame>")
     if hasattr(data, "to_arrow") and not isinstance(data, (str, os.PathLike)):
@@ -134,46 +141,83 @@ def _row_starts(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
     return np.flatnonzero(diff.to_numpy(zero_copy_only=False)) + 1
 
 
+class RowChunks:
+    """Chunks of whole rows taken one at a time from record batches (:meth:`next`), each with its
+    record offset: a chunk ends where a new row starts, after ``max_rows`` rows, or before
+    ``max_lines`` lines are passed (a longer row is a chunk of its own); no limit: all the rest.
+    A row is its run of consecutive lines with one row id. Several sources read side by side
+    take chunks of the same number of rows from each."""
+
+    def __init__(self, batches: Iterator[pa.RecordBatch | pa.Table]) -> None:
+        self._batches = iter(batches)
+        self._pending: list[pa.Table] = []
+        self._starts: list[np.ndarray] = []  # row starts inside the pending lines (0 included)
+        self._n_pending = 0
+        self._last: Any = None  # the row id of the last pending line
+        self.offset = 0
+
+    def _read(self) -> bool:
+        """Add the next non-empty batch to the pending lines; ``False`` at the end."""
+        for batch in self._batches:
+            table = batch if isinstance(batch, pa.Table) else pa.Table.from_batches([batch])
+            if table.num_rows == 0:
+                continue
+            col = table.column("row") if "row" in table.column_names else None
+            inner = _row_starts(col) if col is not None else np.zeros(0, dtype=np.int64)
+            first = col[0].as_py() if col is not None else None
+            new = inner if self._n_pending and first == self._last else np.r_[0, inner]
+            self._starts.append(new + self._n_pending)
+            self._pending.append(table)
+            self._n_pending += table.num_rows
+            self._last = col[-1].as_py() if col is not None else None
+            return True
+        return False
+
+    def _take(self, cut: int) -> tuple[pa.Table, int]:
+        pending = self._pending
+        whole = pa.concat_tables(pending, promote_options="default") if len(pending) > 1 \
+            else pending[0]  # fmt: skip
+        at = np.concatenate(self._starts)
+        chunk, offset = whole.slice(0, cut), self.offset
+        rest = whole.slice(cut)
+        self._pending, self._n_pending = ([rest], rest.num_rows) if rest.num_rows else ([], 0)
+        self._starts = [at[at >= cut] - cut] if rest.num_rows else []
+        self.offset += cut
+        return chunk, offset
+
+    def next(self, max_rows: int | None = None,
+             max_lines: int | None = None) -> tuple[pa.Table, int] | None:  # fmt: skip
+        """The next chunk and its record offset (``None`` when every line was taken)."""
+        while True:
+            if self._starts:
+                cut = _cut(np.concatenate(self._starts), self._n_pending, max_rows, max_lines)
+                if cut is not None:
+                    return self._take(cut)
+            if not self._read():
+                return self._take(self._n_pending) if self._n_pending else None
+
+    def done(self) -> bool:
+        """Whether every line was taken."""
+        return not self._n_pending and not self._read()
+
+
+def row_ids(chunk: pa.Table) -> tuple[list[Any], np.ndarray]:
+    """The row ids of a chunk of whole rows in stored order, and the line each starts at."""
+    if "row" not in chunk.column_names or not chunk.num_rows:
+        return [], np.zeros(0, dtype=np.int64)
+    col = chunk.column("row")
+    starts = np.r_[0, _row_starts(col)]
+    return pc.take(col, pa.array(starts)).to_pylist(), starts
+
+
 def whole_rows(
     batches: Iterator[pa.RecordBatch | pa.Table], max_rows: int | None = None,
     max_lines: int | None = None,
 ) -> Iterator[tuple[pa.Table, int]]:
-    """Chunks of whole rows and the record offset of each: a chunk ends where a new row starts,
-    after ``max_rows`` rows, or before ``max_lines`` lines are passed (a longer row is a chunk
-    of its own); no limit: one chunk. A row is its run of consecutive lines with one row id."""
-    pending: list[pa.Table] = []
-    starts: list[np.ndarray] = []  # row starts inside the pending lines (0 included)
-    n_pending = 0
-    offset = 0
-    last = None  # the row id of the last pending line
-    for batch in batches:
-        table = batch if isinstance(batch, pa.Table) else pa.Table.from_batches([batch])
-        if table.num_rows == 0:
-            continue
-        col = table.column("row") if "row" in table.column_names else None
-        inner = _row_starts(col) if col is not None else np.zeros(0, dtype=np.int64)
-        first = col[0].as_py() if col is not None else None
-        new = [inner] if n_pending and first == last else [np.r_[0, inner]]
-        starts.append(new[0] + n_pending)
-        pending.append(table)
-        n_pending += table.num_rows
-        last = col[-1].as_py() if col is not None else None
-        while True:
-            at = np.concatenate(starts)
-            cut = _cut(at, n_pending, max_rows, max_lines)
-            if cut is None:
-                break
-            whole = pa.concat_tables(pending, promote_options="default") if len(pending) > 1 \
-                else pending[0]  # fmt: skip
-            yield whole.slice(0, cut), offset
-            offset += cut
-            rest = whole.slice(cut)
-            pending, n_pending = [rest], rest.num_rows
-            starts = [at[at >= cut] - cut]
-    if n_pending:
-        whole = pa.concat_tables(pending, promote_options="default") if len(pending) > 1 \
-            else pending[0]  # fmt: skip
-        yield whole, offset
+    """Chunks of whole rows and the record offset of each (:class:`RowChunks`)."""
+    rows = RowChunks(batches)
+    while (chunk := rows.next(max_rows, max_lines)) is not None:
+        yield chunk
 
 
 def _cut(starts: np.ndarray, n_lines: int, max_rows: int | None,

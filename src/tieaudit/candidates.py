@@ -276,7 +276,7 @@ def read_candidates(path: str | os.PathLike[str]) -> CandidateTable:
 
 def as_table(data: object) -> CandidateTable:
     """Accept a table, a DataFrame (pandas, or one with ``to_arrow()`` such as polars), a pyarrow
-    Table, or a path: a file, a directory of Parquet files (a dataset) or a glob
+    Table or dataset, or a path: a file, a directory of Parquet files (a dataset) or a glob
     (:mod:`tieaudit.batches`)."""
     if isinstance(data, CandidateTable):
         return data

@@ -140,16 +140,36 @@ def _encode(column: pa.ChunkedArray | pa.Array, sort: bool) -> tuple[np.ndarray,
     dictionary = enc.dictionary
     if pa.types.is_integer(dictionary.type):
         dictionary = pc.cast(dictionary, pa.string())
+    numbers = enc.dictionary if pa.types.is_integer(enc.dictionary.type) else None
     values = dictionary.to_numpy(zero_copy_only=False).astype(object, copy=False)
     if sort and len(values) > 1:
         # Arrow compares UTF-8 bytes, which is code-point order (numpy's fixed-width strings
-        # would drop trailing NULs).
-        order = pc.sort_indices(dictionary).to_numpy()
+        # would drop trailing NULs); integers are put in the order of their text without it
+        order = _text_order(numbers.to_numpy()) if numbers is not None else None
+        order = pc.sort_indices(dictionary).to_numpy() if order is None else order
         rank = np.empty(len(order), dtype=np.int64)
         rank[order] = np.arange(len(order))
         codes = rank[codes]
         values = values[order]
     return codes, values
+
+
+_POWERS = 10 ** np.arange(0, 20, dtype=np.uint64)
+
+
+def _text_order(values: np.ndarray) -> np.ndarray | None:
+    """The order of distinct integers by their decimal text in code-point order (``-`` before
+    the digits, a text before its extensions: ``-2, 0, 1, 10, 2``), without writing the text;
+    ``None`` for integers beyond int64."""
+    if values.dtype.kind == "u" and len(values) and values.max() > np.iinfo(np.int64).max:
+        return None
+    v = values.astype(np.int64, copy=False)
+    neg = v < 0
+    magnitude = np.where(neg, -(v + 1), v).astype(np.uint64) + neg  # |v|, int64's min too
+    digits = np.searchsorted(_POWERS, magnitude, side="right")  # the number of digits (0: 0)
+    aligned = magnitude * _POWERS[19 - digits]  # the digits moved to the left, 19 places
+    keys = (digits, aligned, ~neg) if neg.any() else (digits, aligned)
+    return np.lexsort(keys)
 
 
 def frame_to_arrow(frame: pd.DataFrame, source: str = "<frame>") -> pa.Table:
@@ -486,21 +506,39 @@ def _csv_convert(path: Path, read: Any = None) -> Any:
     )
 
 
-def _csv_table(path: Path, name: str) -> pa.Table:
+def _csv_batches(path: Path, name: str) -> Iterator[pa.RecordBatch]:
+    """The records of a CSV file as record batches, one per block, columns read as
+    :func:`_csv_convert` says (a file without records: one empty batch, which carries the
+    columns). A line longer than a block: the file is read again with blocks 4 times larger,
+    skipping the records already given. Errors name the file (and the line of a malformed
+    record)."""
     import pyarrow.csv as pacsv
 
-    block = _CSV_BLOCK
+    block, given = _CSV_BLOCK, 0
     while True:
         try:
-            read = pacsv.ReadOptions(block_size=block)
-            convert = _csv_convert(path, read)
+            read, seen = pacsv.ReadOptions(block_size=block), 0
             with _csv_stream(path) as fh:
-                return pacsv.read_csv(fh, read_options=read, convert_options=convert)
+                reader = pacsv.open_csv(fh, read_options=read,
+                                        convert_options=_csv_convert(path, read))  # fmt: skip
+                for batch in reader:
+                    if seen + batch.num_rows > given:
+                        part = batch.slice(max(given - seen, 0))
+                        given += part.num_rows
+                        yield part
+                    seen += batch.num_rows
+                if not seen:
+                    yield pa.RecordBatch.from_pylist([], schema=reader.schema)
+            return
         except pa.ArrowInvalid as exc:
             if "straddl" in str(exc) and block < _CSV_MAX_BLOCK:  # a line longer than a block
                 block *= 4
                 continue
             raise CandidateError(f"{name}: {_csv_problem(path, exc, block)}") from None
+
+
+def _csv_table(path: Path, name: str) -> pa.Table:
+    return pa.Table.from_batches(list(_csv_batches(path, name)))
 
 
 def _csv_problem(path: Path, exc: pa.ArrowInvalid, block: int = _CSV_BLOCK) -> str:
@@ -608,28 +646,7 @@ def file_batches(path: str | os.PathLike[str], batch_lines: int) -> Iterator[pa.
 
             yield from parquet_file(p).iter_batches(batch_size=batch_lines)
         else:
-            import pyarrow.csv as pacsv
-
-            # a line longer than a block: read again with blocks 4 times larger, skipping the
-            # records already given
-            block, given = _CSV_BLOCK, 0
-            while True:
-                try:
-                    read, seen = pacsv.ReadOptions(block_size=block), 0
-                    with _csv_stream(p) as fh:
-                        for batch in pacsv.open_csv(fh, read_options=read,
-                                                    convert_options=_csv_convert(p, read)):  # fmt: skip
-                            if seen + batch.num_rows > given:
-                                part = batch.slice(max(given - seen, 0))
-                                given += part.num_rows
-                                yield part
-                            seen += batch.num_rows
-                    return
-                except pa.ArrowInvalid as exc:
-                    if "straddl" in str(exc) and block < _CSV_MAX_BLOCK:
-                        block *= 4
-                        continue
-                    raise CandidateError(f"{path}: {_csv_problem(p, exc, block)}") from None
+            yield from _csv_batches(p, str(path))
     except CandidateError:
         raise
     except (pa.ArrowInvalid, OSError) as exc:

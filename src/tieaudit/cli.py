@@ -18,8 +18,8 @@ from .candidates import (
     CandidateTable,
     as_table,
 )
-from .compare import ModelRows, flips_markdown, negatives_note, orderings, ranking_flips
-from .evaluate import DEFAULT_SEEDS, evaluate
+from .compare import compare, flips_markdown
+from .evaluate import DEFAULT_SEEDS
 from .io import atomic_write_many, frame_to_text
 from .measures import DEFAULT_MEASURES, Measure, parse_measure, parse_measures
 from .precision import PRECISIONS, cast_effect, cast_table, parse_precision
@@ -191,6 +191,7 @@ def _parser() -> argparse.ArgumentParser:
     au.add_argument("--reported-rule", default=None, metavar="RULE",
                     help="the rule your reported numbers use, one of --rules (default: "
                     "expected)")  # fmt: skip
+    _chunk_options(au)
     cmp = sub.add_parser(
         "compare",
         help="does the tie rule change which model wins? (ranking flips)",
@@ -216,6 +217,7 @@ def _parser() -> argparse.ArgumentParser:
                      help="measures (default: nDCG@10 HR@10)")  # fmt: skip
     _rule_options(cmp, f"rules set against expected (default: {' '.join(_DEFAULT_RULES)})")
     cmp.add_argument("-o", "--out", metavar="PATH", help="also write the tidy CSV here")
+    _chunk_options(cmp)
     _probe_parser(sub, fmt)
     return p
 
@@ -231,21 +233,28 @@ def _compare(args: argparse.Namespace) -> int:
     if len(set(names)) != len(names):
         names = list(args.files)
     rules = [str(r) for r in parse_rules(args.rules or _DEFAULT_RULES)]
-    seeds = _n_seeds(args.seeds, rules)
-    models = [
-        ModelRows.from_evaluation(n, evaluate(as_table(f), args.metrics, rules,
-                                              n_seeds=seeds))
-        for n, f in zip(names, args.files, strict=True)
-    ]  # fmt: skip
-    flips = ranking_flips(models, args.metrics, rules)
-    metrics = list(dict.fromkeys(flips["metric"]))
-    order = orderings(models, metrics, [*dict.fromkeys([*rules, "expected"])])
+    res = compare(
+        dict(zip(names, args.files, strict=True)), args.metrics, rules,
+        n_seeds=_n_seeds(args.seeds, rules),
+        chunk_rows=args.chunk_rows, memory=args.memory, jobs=args.jobs, progress=True,
+    )  # fmt: skip
+    _chunks_note("compared", res.n_chunks, args)
     if args.out:
-        atomic_write_many({args.out: frame_to_text(flips, "csv")})
-        print(f"wrote {args.out} ({_plural(len(flips), 'line')})", file=sys.stderr)
-    sys.stdout.write(flips_markdown(flips, order, "Ranking flips", level=1,
-                                    note=negatives_note(models)))  # fmt: skip
+        atomic_write_many({args.out: frame_to_text(res.flips, "csv")})
+        print(f"wrote {args.out} ({_plural(len(res.flips), 'line')})", file=sys.stderr)
+    sys.stdout.write(flips_markdown(res.flips, res.orderings, "Ranking flips", level=1,
+                                    note=res.note))  # fmt: skip
     return 0
+
+
+def _chunks_note(verb: str, n_chunks: int, args: argparse.Namespace,
+                 max_lines: int | None = None) -> None:  # fmt: skip
+    """Say on standard error how the input was cut, when in several chunks."""
+    if n_chunks > 1:
+        size = f"{args.chunk_rows} rows" if args.chunk_rows else (
+            f"{max_lines} lines" if max_lines else "the lines --memory allows")  # fmt: skip
+        print(f"{verb} {n_chunks} chunks of at most {size} (--memory {args.memory / 1e9:g} GB, "
+              f"--jobs {args.jobs})", file=sys.stderr)  # fmt: skip
 
 
 def _probe_parser(sub, fmt) -> None:
@@ -326,12 +335,6 @@ def _probe_metrics(ref: str, given: list[str] | None) -> list[Measure]:
     names = get_adapter(ref).measures
     first = [_PROBE_DEFAULT] if _PROBE_DEFAULT.name in names else []
     return first + [Measure(n, _PROBE_DEFAULT.k) for n in names if n != _PROBE_DEFAULT.name]
-
-
-def _load(args: argparse.Namespace) -> tuple[CandidateTable, list[str], str]:
-    """The table, the rules and a title from FILE or --run/--qrels (messages on stderr)."""
-    data, rules, title = _input(args)
-    return as_table(data), rules, title
 
 
 def _input(args: argparse.Namespace) -> tuple[str | CandidateTable, list[str], str]:
@@ -419,10 +422,7 @@ def _evaluate(args: argparse.Namespace) -> int:
         chunk_rows=args.chunk_rows, memory=args.memory, jobs=args.jobs, progress=True,
         per_row=args.per_row is not None, score_precision=args.score_precision,
     )  # fmt: skip
-    if ev.n_chunks > 1:
-        size = f"{args.chunk_rows} rows" if args.chunk_rows else f"{ev.max_lines} lines"
-        print(f"evaluated {ev.n_chunks} chunks of at most {size} (--memory "
-              f"{args.memory / 1e9:g} GB, --jobs {args.jobs})", file=sys.stderr)  # fmt: skip
+    _chunks_note("evaluated", ev.n_chunks, args, ev.max_lines)
     summary = ev.summary()
     fmt = args.format
     if fmt is None:
@@ -474,20 +474,21 @@ def _audit(args: argparse.Namespace) -> int:
     out = Path(args.out_dir)
     targets = [out / name for name in AUDIT_FILES]
     _check_targets(_inputs(args), {f"--out-dir {args.out_dir} ({p.name})": p for p in targets})
-    table, rules, title = _load(args)
-    if args.score_precision is not None:
-        uncast = table
-        table = cast_table(table, args.score_precision)
+    data, rules, title = _input(args)
+    if args.score_precision is not None:  # the cast and its effect need the whole table
+        uncast = as_table(data)
+        data = cast_table(uncast, args.score_precision)
         metrics = parse_measures(args.metrics)
         shown = parse_measure(headline[0]) if headline else next(
             (m for m in metrics if str(m) == "nDCG@10"), metrics[0])  # fmt: skip
         print(cast_effect(uncast, args.score_precision, shown), file=sys.stderr)
     res = audit(
-        table, args.metrics, rules, n_seeds=_n_seeds(args.seeds, rules),
+        data, args.metrics, rules, n_seeds=_n_seeds(args.seeds, rules),
         n_permutations=args.permutations, seed=args.permutation_seed,
-        reported_rule=reported, title=title,
-        **({"headline": headline} if headline is not None else {}),
+        reported_rule=reported, title=title, chunk_rows=args.chunk_rows, memory=args.memory,
+        jobs=args.jobs, progress=True, **({"headline": headline} if headline is not None else {}),
     )  # fmt: skip
+    _chunks_note("audited", res.n_chunks, args)
     texts = [frame_to_text(res.invariance), frame_to_text(res.diagnostics), res.checklist]
     atomic_write_many(dict(zip(targets, texts, strict=True)))
     verdicts = res.invariance.drop_duplicates("rule")

@@ -31,21 +31,38 @@ Outputs are tidy frames (:func:`ranking_flips`, :func:`orderings`) and Markdown
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
-from .candidates import CandidateTable
-from .evaluate import Evaluation
+from .batches import RowCheck, RowChunks, Source, open_source, row_ids
+from .candidates import CandidateError, CandidateTable
+from .evaluate import DEFAULT_SEEDS, Evaluation, evaluate
 from .io import frame_to_markdown
-from .measures import Measure, parse_measures
+from .measures import Measure, parse_measure, parse_measures
+from .rules import TieRule
+from .stream import (
+    Progress,
+    check_options,
+    budget_lines,
+    check_size,
+    chunk_table,
+    map_chunks,
+)
+from .sums import Moments
 
 __all__ = [
     "FLIP_COLUMNS",
+    "Compared",
+    "CompareSums",
+    "compare",
     "ModelRows",
     "RowContent",
     "negatives_note",
@@ -200,26 +217,266 @@ def _check_pairing(a: ModelRows, b: ModelRows) -> None:
     )
 
 
+def _negative_rows(first: ModelRows, other: ModelRows) -> tuple[int, str | None]:
+    """How many rows' candidates differ between two models whose users and relevant items agree,
+    and the first of them in row id order (``None``: none, or the content is not known)."""
+    if first.content is None or other.content is None:
+        return 0, None
+    ca, co = first.content, other.content
+    n = len(first.row_ids)
+    rows = np.union1d(_differing_rows(ca.candidates, co.candidates, n),
+                      np.flatnonzero(ca.length != co.length))  # fmt: skip
+    return (len(rows), str(first.row_ids[rows[0]])) if len(rows) else (0, None)
+
+
 def negatives_note(models: Sequence[ModelRows]) -> str | None:
     """A sentence for the rows whose candidates differ between models though their user and
     relevant items agree (other negatives, or another row length), or ``None``."""
     first = models[0]
-    parts = []
-    for other in models[1:]:
-        if first.content is None or other.content is None:
-            continue
-        ca, co = first.content, other.content
-        n = len(first.row_ids)
-        rows = np.union1d(_differing_rows(ca.candidates, co.candidates, n),
-                          np.flatnonzero(ca.length != co.length))  # fmt: skip
-        if len(rows):
-            parts.append(f"{other.name} in {len(rows)} of {n} rows (first: "
-                         f"{str(first.row_ids[rows[0]])!r})")  # fmt: skip
+    counts = [_negative_rows(first, other) for other in models[1:]]
+    return _negatives_text([m.name for m in models], counts, len(first.row_ids))
+
+
+def _negatives_text(names: Sequence[str], counts: Sequence[tuple[int, str | None]],
+                    n: int) -> str | None:  # fmt: skip
+    parts = [f"{name} in {c} of {n} rows (first: {row!r})"
+             for name, (c, row) in zip(names[1:], counts, strict=True) if c]  # fmt: skip
     if not parts:
         return None
     return (f"**Candidates differ:** same users and relevant items, other negatives than "
-            f"{first.name}'s: {'; '.join(parts)}. The differences mix the models with their "
+            f"{names[0]}'s: {'; '.join(parts)}. The differences mix the models with their "
             "candidate sets.")
+
+
+@dataclass(frozen=True)
+class CompareSums:
+    """What a comparison of some rows keeps, as sums over rows: per model the sum of each
+    rule's per-row values (``totals``, ``expected`` included) and of the per-row variances
+    under ``expected`` (``variances``); per pair of models ``(i, j)`` (``i < j``) and measure
+    the :class:`tieaudit.sums.Moments` of the per-row difference of expectations ``E_i - E_j``;
+    and per model after the first, the rows whose candidates differ from the first's (count,
+    first row id). Consecutive chunks of rows merge with :meth:`merge`; :func:`ranking_flips`
+    is the one-chunk case."""
+
+    names: tuple[str, ...]
+    measures: tuple[str, ...]
+    rules: tuple[str, ...]
+    n_rows: int
+    totals: tuple[dict[tuple[str, str], float], ...]
+    variances: tuple[dict[str, float], ...]
+    pairs: dict[tuple[int, int, str], Moments]
+    negatives: tuple[tuple[int, str | None], ...]
+
+    @classmethod
+    def of(cls, evaluations: Mapping[str, Evaluation],
+           measures: Iterable[str | Measure] | None = None) -> CompareSums:  # fmt: skip
+        """The sums of models evaluated on the same rows (checked as :func:`ranking_flips`
+        checks them)."""
+        names = list(evaluations)
+        models = [ModelRows.from_evaluation(n, ev, measures) for n, ev in evaluations.items()]
+        _check_models(models)
+        ms = list(models[0].expected)
+        rules = list(models[0].means)
+        totals = []
+        for ev in evaluations.values():
+            totals.append({(r, m): float(ev.result(r).values[parse_measure(m)].sum())
+                           for r in rules for m in ms})  # fmt: skip
+        return cls(
+            tuple(names), tuple(ms), tuple(rules), len(models[0].row_ids), tuple(totals),
+            tuple({m: float(x.variance[m].sum()) for m in ms} for x in models),
+            _pair_moments(models, ms),
+            tuple(_negative_rows(models[0], other) for other in models[1:]),
+        )  # fmt: skip
+
+    def merge(self, other: CompareSums) -> CompareSums:
+        """The sums of these rows followed by ``other``'s (the same models)."""
+
+        def add(a: dict, b: dict) -> dict:
+            return {k: v + b[k] for k, v in a.items()}
+
+        def first(a: str | None, b: str | None) -> str | None:
+            return min((x for x in (a, b) if x is not None), default=None)
+
+        return CompareSums(
+            self.names, self.measures, self.rules, self.n_rows + other.n_rows,
+            tuple(add(a, b) for a, b in zip(self.totals, other.totals, strict=True)),
+            tuple(add(a, b) for a, b in zip(self.variances, other.variances, strict=True)),
+            {k: v.merge(other.pairs[k]) for k, v in self.pairs.items()},
+            tuple((a[0] + b[0], first(a[1], b[1]))
+                  for a, b in zip(self.negatives, other.negatives, strict=True)),
+        )  # fmt: skip
+
+    def models(self) -> list[ModelRows]:
+        """Each model's means over rows (no per-row arrays: :func:`orderings` reads the means)."""
+        w, none = self.n_rows, np.zeros(0)
+        return [ModelRows(name, none.astype(str),
+                          {r: {m: t[(r, m)] / w for m in self.measures} for r in self.rules},
+                          dict.fromkeys(self.measures, none), dict.fromkeys(self.measures, none))
+                for name, t in zip(self.names, self.totals, strict=True)]  # fmt: skip
+
+    def flips(self, rules: Iterable[str] | None = None) -> pd.DataFrame:
+        """:func:`ranking_flips` of the rows summed."""
+        models = self.models()
+        rs = _flip_rules(models, rules)
+        return _flip_lines(models, self.variances, self.pairs, list(self.measures), rs, self.n_rows)
+
+    def note(self) -> str | None:
+        """:func:`negatives_note` of the rows summed."""
+        return _negatives_text(self.names, self.negatives, self.n_rows)
+
+
+def _pair_moments(models: Sequence[ModelRows], ms: Sequence[str]
+                  ) -> dict[tuple[int, int, str], Moments]:  # fmt: skip
+    """Per pair ``(i, j)`` and measure, the moments of ``E_i - E_j`` over rows."""
+    return {(i, j, m): Moments.of(a.expected[m] - b.expected[m])
+            for m in ms for (i, a), (j, b) in itertools.combinations(enumerate(models), 2)}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class _CompareTask:
+    """What a process needs to compare a chunk of rows of every model (picklable)."""
+
+    names: tuple[str, ...]
+    measures: tuple[str, ...]
+    rules: tuple[str, ...]
+    n_seeds: int
+
+
+def _compare_chunk(task: _CompareTask, chunks: list[pa.Table | CandidateTable],
+                   sources: list[str], wheres: list[Any],
+                   places: list[tuple[int, int | None]]) -> CompareSums:  # fmt: skip
+    """The comparison sums of one chunk of rows of every model (``places``: each chunk's
+    first line and the number of lines of its whole input, when known)."""
+    evs = {}
+    for name, chunk, source, where, place in zip(task.names, chunks, sources, wheres, places,
+                                                 strict=True):  # fmt: skip
+        table = chunk_table(chunk, source, where, place)
+        evs[name] = evaluate(table, task.measures, task.rules, n_seeds=task.n_seeds)
+    return CompareSums.of(evs, task.measures)
+
+
+@dataclass(eq=False)
+class Compared:
+    """The result of :func:`compare`: :func:`ranking_flips`' table, :func:`orderings`' table
+    and :func:`negatives_note`'s sentence for all the rows, their sums and the number of
+    chunks."""
+
+    sums: CompareSums
+    flips: pd.DataFrame
+    orderings: pd.DataFrame
+    note: str | None
+    n_chunks: int
+
+
+def _misplaced(sources: list[Source], parts: list[tuple[pa.Table, int]],
+               names: Sequence[str]) -> None:  # fmt: skip
+    """Chunks taken side by side must hold the same rows: else name the first row out of place
+    and say how to sort."""
+    ids = [row_ids(chunk)[0] for chunk, _ in parts]
+    named = [name if name == src.name else f"{name} ({src.name})"
+             for name, src in zip(names, sources, strict=True)]  # fmt: skip
+    for src, label, other, (chunk, offset) in zip(sources[1:], named[1:], ids[1:], parts[1:],
+                                                   strict=True):  # fmt: skip
+        if sorted(map(str, other)) == sorted(map(str, ids[0])):
+            continue
+        at = next((i for i, (a, b) in enumerate(zip(ids[0], other, strict=False)) if a != b),
+                  min(len(ids[0]), len(other)))  # fmt: skip
+        if at < len(other):
+            unit = "line" if src.csv_path else "record"
+            (number,) = src.where(offset)(row_ids(chunk)[1][at : at + 1])
+            where = f"{unit} {number} of {label} holds row {str(other[at])!r}"
+        else:
+            where = f"{label} has no more rows"
+        what = f"row {str(ids[0][at])!r}" if at < len(ids[0]) else "no row"
+        raise CandidateError(
+            f"{where} where {named[0]} holds {what}: compared in chunks of whole rows, "
+            "the files are read side by side and must hold the same rows in the same order: "
+            "sort every file by row with a stable sort (keeping each row's stored order, which "
+            "input_order uses), e.g. pandas frame.sort_values('row', kind='stable'), or compare "
+            "in one chunk (a --chunk-rows or --memory large enough for every row)"
+        )
+
+
+def compare(
+    models: Mapping[str, Any],
+    measures: Iterable[str | Measure] | None = None,
+    rules: Iterable[str | TieRule] | None = None,
+    *,
+    n_seeds: int = DEFAULT_SEEDS,
+    chunk_rows: int | None = None,
+    memory: int | str | None = None,
+    jobs: int = 1,
+    progress: bool = False,
+) -> Compared:
+    """Compare models evaluated on the same rows: ``models`` maps each name to its candidates
+    (anything :func:`tieaudit.evaluate` reads: a path to a file, a directory of Parquet files or
+    a glob, a pandas or polars DataFrame, a pyarrow Table or dataset, a :class:`CandidateTable`).
+
+    Without ``chunk_rows`` or ``memory`` each input is read whole, its rows stored in any order
+    (they pair by id). Else the inputs are read side by side in chunks of whole rows
+    (:func:`tieaudit.stream.evaluate_stream` reads them so): a chunk of the first (``chunk_rows``
+    rows, or the lines the ``memory`` budget allows, shared among the models) and as many rows
+    of each other one, which must be the same rows: across chunks every input must hold its rows
+    in the same order, else the first row out of place is named. ``jobs`` processes evaluate the
+    chunks. Each chunk's :class:`CompareSums` are merged in row order: one chunk gives
+    :func:`ranking_flips` bit for bit, several agree with it to a relative ``1e-12``. ``rules``
+    are set against ``expected`` as :func:`ranking_flips` sets them.
+    """
+    names = list(models)
+    data = list(models.values())
+    ms, rs = check_options(measures, rules, n_seeds, chunk_rows, jobs)
+    task = _CompareTask(tuple(names), tuple(map(str, ms)), tuple(map(str, rs)), n_seeds)
+    whole = [r for r in rs if r.spec.whole_table]
+    sources = [open_source(d) for d in data]
+    if whole:  # each chunk's place in the whole shuffle needs the number of lines
+        sources = [src.counted() for src in sources]
+    max_lines = None if chunk_rows is not None else budget_lines(
+        memory, rs, sources[0].n_lines, max(1, len(sources)))  # fmt: skip
+    readers = [RowChunks(src.batches()) for src in sources]
+    checks = [RowCheck(src) for src in sources]
+    parts: list[CompareSums] = []
+    bar = Progress(sources[0].n_lines, "compare", enabled=progress)
+
+    def items() -> Iterator[tuple[tuple, int]]:
+        n = 0
+        while (first := readers[0].next(chunk_rows, max_lines)) is not None:
+            n += 1
+            # all of the first input in one chunk: all of the others too, paired as in memory
+            rows = None if n == 1 and readers[0].done() else len(row_ids(first[0])[0]) or None
+            taken = [first] + [r.next(max_rows=rows) or (first[0].slice(0, 0), r.offset)
+                               for r in readers[1:]]  # fmt: skip
+            if rows is not None:
+                _misplaced(sources, taken, names)
+            for src, check, (chunk, offset) in zip(sources, checks, taken, strict=True):
+                if n == 2:
+                    check_size(src, chunk, whole)
+                check.add(chunk, offset)
+            yield (([c for c, _ in taken], [s.name for s in sources],
+                    [s.where(o) for s, (_, o) in zip(sources, taken, strict=True)],
+                    [(o, s.n_lines) for s, (_, o) in zip(sources, taken, strict=True)]),
+                   first[0].num_rows)  # fmt: skip
+        for src, r, name in zip(sources[1:], readers[1:], names[1:], strict=True):
+            if not r.done():
+                extra = r.next(max_rows=1)
+                _misplaced([sources[0], src], [(extra[0].slice(0, 0), 0), extra],
+                           [names[0], name])  # fmt: skip
+
+    def keep(part: CompareSums, lines: int) -> None:
+        parts.append(part)
+        bar.update(lines)
+
+    try:
+        map_chunks(_compare_chunk, task, items(), jobs, keep)
+    finally:
+        bar.close()
+    if not parts:
+        raise CandidateError(f"{sources[0].name}: no candidates (the table is empty)")
+    sums = functools.reduce(CompareSums.merge, parts)
+    rule_names = [str(r) for r in rs]
+    flips = sums.flips(rule_names)
+    order = orderings(sums.models(), list(dict.fromkeys(flips["metric"])),
+                      [*dict.fromkeys([*rule_names, "expected"])])  # fmt: skip
+    return Compared(sums, flips, order, sums.note(), len(parts))
 
 
 def _sign(x: float) -> int:
@@ -242,18 +499,30 @@ def ranking_flips(
     if isinstance(models, Mapping):
         models = [ModelRows.from_evaluation(n, ev, measures) for n, ev in models.items()]
     models = list(models)
-    if len(models) < 2:
-        raise ValueError(f"a comparison needs two or more models, got {len(models)}")
-    names = [m.name for m in models]
-    if len(set(names)) != len(names):
-        raise ValueError(f"model names repeat: {', '.join(names)}")
-    _check_rows(models)
+    _check_models(models)
     ms = [str(m) for m in parse_measures(measures)] if measures is not None else list(
         models[0].expected)
     for m in models:
         missing = [x for x in ms if x not in m.expected]
         if missing:
             raise ValueError(f"{m.name}: not evaluated for {', '.join(missing)}")
+    rs = _flip_rules(models, rules)
+    variances = [{x: float(m.variance[x].sum()) for x in ms} for m in models]
+    return _flip_lines(models, variances, _pair_moments(models, ms), ms, rs, len(models[0].row_ids))
+
+
+def _check_models(models: Sequence[ModelRows]) -> None:
+    """Two or more models, named apart, on the same rows (:func:`_check_rows`)."""
+    if len(models) < 2:
+        raise ValueError(f"a comparison needs two or more models, got {len(models)}")
+    names = [m.name for m in models]
+    if len(set(names)) != len(names):
+        raise ValueError(f"model names repeat: {', '.join(names)}")
+    _check_rows(models)
+
+
+def _flip_rules(models: Sequence[ModelRows], rules: Iterable[str] | None) -> list[str]:
+    """The rules set against ``expected`` (see :func:`ranking_flips`), each one evaluated."""
     shared = [r for r in models[0].means if all(r in m.means for m in models)]
     # with no rule but expected, one line per pair under expected carries the paired difference
     rs = [r for r in (list(rules) if rules is not None else shared) if r != "expected"] or [
@@ -262,16 +531,23 @@ def ranking_flips(
         for m in models:
             if r not in m.means:
                 raise ValueError(f"{m.name}: not evaluated under rule {r}")
-    w = len(models[0].row_ids)
+    return rs
+
+
+def _flip_lines(models: Sequence[ModelRows], variances: Sequence[dict[str, float]],
+                pairs: Mapping[tuple[int, int, str], Moments], ms: Sequence[str],
+                rs: Sequence[str], w: int) -> pd.DataFrame:  # fmt: skip
+    """The lines of :func:`ranking_flips` from the models' means, the sums of their per-row
+    variances and the moments of each pair's per-row differences."""
     lines = []
     for metric in ms:
-        for a, b in itertools.combinations(models, 2):
-            d = a.expected[metric] - b.expected[metric]
-            if _sign(float(d.mean())) < 0:
-                a, b, d = b, a, -d
-            diff = float(d.mean())
-            se = float(d.std(ddof=1) / math.sqrt(w)) if w > 1 else math.nan
-            ties = math.sqrt(float(a.variance[metric].sum() + b.variance[metric].sum())) / w
+        for (i, a), (j, b) in itertools.combinations(enumerate(models), 2):
+            d = pairs[(i, j, metric)]
+            if _sign(d.total / d.n) < 0:
+                a, b, d = b, a, replace(d, total=-d.total)
+            diff = d.total / d.n
+            se = math.sqrt(d.m2 / (w - 1)) / math.sqrt(w) if w > 1 else math.nan
+            ties = math.sqrt(variances[i][metric] + variances[j][metric]) / w
             for r in rs:
                 ra, rb = a.means[r][metric], b.means[r][metric]
                 lines.append({

@@ -282,7 +282,8 @@ def evaluate(
     seed_ranks: np.ndarray | None = None,
 ) -> Evaluation:
     """Evaluate ``data`` under tie rules, in memory: a :class:`CandidateTable`, a pandas or polars
-    DataFrame, a pyarrow Table or a path (a file, a directory of Parquet files, a glob). For an
+    DataFrame, a pyarrow Table or dataset (``pyarrow.dataset``, e.g. hive-partitioned Parquet) or
+    a path (a file, a directory of Parquet files, a glob). For an
     input too large to hold, :func:`tieaudit.stream.evaluate_stream` gives the same summary
     reading it in chunks of rows.
 

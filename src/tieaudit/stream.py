@@ -1,5 +1,9 @@
 """Evaluation in chunks of whole rows: memory bounded by the chunk, not by the input.
 
+The audit and the comparison read their input the same way (:func:`tieaudit.audit.audit`,
+:func:`tieaudit.compare.compare`), through the pieces here: :func:`open_chunks`,
+:func:`chunk_table` and :func:`map_chunks`, the one runner of chunks in this process or a pool.
+
 :func:`evaluate_stream` reads its input a chunk of whole rows at a time (:mod:`tieaudit.batches`:
 files, Parquet datasets, globs, Arrow tables, DataFrames), evaluates each chunk with
 :func:`tieaudit.evaluate` and keeps only its :class:`tieaudit.sums.Sums`, merged in row order.
@@ -24,7 +28,7 @@ import re
 import sys
 import time
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
@@ -42,7 +46,8 @@ from .sums import Sums
 
 __all__ = [
     "Streamed", "evaluate_stream", "parse_memory", "chunk_lines", "DEFAULT_MEMORY",
-    "BYTES_PER_LINE", "BASELINE", "Progress",
+    "BYTES_PER_LINE", "BASELINE", "Progress", "map_chunks", "check_options", "open_chunks",
+    "chunk_table", "check_size", "budget_lines",
 ]  # fmt: skip
 
 #: The default memory budget of a process, in bytes.
@@ -123,16 +128,20 @@ class _Task:
     score_precision: str | None = None
 
 
+def chunk_table(chunk: pa.Table | CandidateTable, name: str, where: Any,
+                 place: tuple[int, int | None]) -> CandidateTable:  # fmt: skip
+    """The candidates of a chunk; ``place``: its first line and the number of lines of the
+    whole input, when known."""
+    if isinstance(chunk, CandidateTable):
+        return chunk
+    table = CandidateTable.from_arrow(chunk, source=name, csv_lines=where)
+    return replace(table, line_offset=place[0], lines_total=place[1])
+
+
 def _evaluate_chunk(task: _Task, chunk: pa.Table | CandidateTable, name: str, where: Any,
                     place: tuple[int, int | None] = (0, None)) -> tuple[Sums, pd.DataFrame | None]:
-    """The sums of one chunk (and its per-row values if asked for); ``place``: the chunk's first
-    line and the number of lines of the whole input, when known."""
-    if isinstance(chunk, CandidateTable):
-        table = chunk
-    else:
-        table = CandidateTable.from_arrow(chunk, source=name, csv_lines=where)
-        table = replace(table, line_offset=place[0], lines_total=place[1])
-    table = cast_table(table, task.score_precision)
+    """The sums of one chunk (and its per-row values if asked for)."""
+    table = cast_table(chunk_table(chunk, name, where, place), task.score_precision)
     ev = evaluate(table, task.measures, task.rules, n_seeds=task.n_seeds, rank_cap=task.rank_cap)
     return ev.sums(), ev.per_row() if task.per_row else None
 
@@ -144,15 +153,22 @@ def _chunks(source: Source, max_rows: int | None, max_lines: int | None,
     refused as soon as a second chunk of a stored table appears."""
     check = RowCheck(source)
     for i, (chunk, offset) in enumerate(whole_rows(source.batches(), max_rows, max_lines)):
-        if i == 1 and whole and source.n_lines is None and "n_tied" not in chunk.column_names:
-            raise ValueError(
-                f"{source.name}: {whole[0]} shuffles the stored positions of the whole table, and "
-                "the number of lines of this input is not known before it is read (a stream of "
-                "record batches): give a chunk_rows (or memory) large enough for every row, or "
-                f"leave {whole[0]} out"
-            )
+        if i == 1:
+            check_size(source, chunk, whole)
         check.add(chunk, offset)
         yield chunk, offset
+
+
+def check_size(source: Source, chunk: pa.Table, whole: list[TieRule]) -> None:
+    """A second chunk of a stored table whose number of lines is not known (a stream of record
+    batches) cannot be placed in the whole shuffle of a rule that needs the whole table."""
+    if whole and source.n_lines is None and "n_tied" not in chunk.column_names:
+        raise ValueError(
+            f"{source.name}: {whole[0]} shuffles the stored positions of the whole table, and "
+            "the number of lines of this input is not known before it is read (a stream of "
+            "record batches): give a chunk_rows (or memory) large enough for every row, or "
+            f"leave {whole[0]} out"
+        )
 
 
 def evaluate_stream(
@@ -179,14 +195,7 @@ def evaluate_stream(
     ``rank_cap`` are those of :func:`tieaudit.evaluate`. ``score_precision`` (e.g. ``float16``,
     ``round:5``: :mod:`tieaudit.precision`) casts every chunk's scores before ranking.
     """
-    ms = parse_measures(measures if measures is not None else DEFAULT_MEASURES)
-    rs = parse_rules(rules if rules is not None else DEFAULT_RULES)
-    if n_seeds < 1:
-        raise ValueError("n_seeds must be >= 1")
-    if chunk_rows is not None and chunk_rows < 1:
-        raise ValueError(f"chunk_rows must be >= 1, got {chunk_rows}")
-    if jobs < 1:
-        raise ValueError(f"jobs must be >= 1, got {jobs}")
+    ms, rs = check_options(measures, rules, n_seeds, chunk_rows, jobs)
     if score_precision is not None:
         parse_precision(score_precision)
     task = _Task(tuple(map(str, ms)), tuple(map(str, rs)), n_seeds, rank_cap, per_row,
@@ -194,12 +203,7 @@ def evaluate_stream(
     if isinstance(data, CandidateTable):
         sums, rows = _evaluate_chunk(task, data, data.source, None)
         return Streamed(sums, 1, None, None if rows is None else [rows])
-    source = open_source(data)
-    max_lines = None if chunk_rows is not None else chunk_lines(parse_memory(memory))
-    whole = [r for r in rs if r.spec.whole_table]
-    if whole:  # each chunk's place in the whole shuffle needs the number of lines
-        source = source.counted()
-    chunks = _chunks(source, chunk_rows, max_lines, whole)
+    source, chunks, max_lines = open_chunks(data, rs, chunk_rows, memory)
     parts: list[Sums] = []
     rows_parts: list[pd.DataFrame] = []
     bar = Progress(source.n_lines, "evaluate", enabled=progress)
@@ -210,18 +214,54 @@ def evaluate_stream(
             rows_parts.append(result[1])
         bar.update(lines)
 
+    items = (((chunk, source.name, source.where(offset), (offset, source.n_lines)), chunk.num_rows)
+             for chunk, offset in chunks)  # fmt: skip
     try:
-        if jobs == 1:
-            for chunk, offset in _lookahead(chunks):
-                keep(_evaluate_chunk(task, chunk, source.name, source.where(offset),
-                                     (offset, source.n_lines)), chunk.num_rows)  # fmt: skip
-        else:
-            _in_pool(task, source, chunks, jobs, keep)
+        map_chunks(_evaluate_chunk, task, items, jobs, keep)
     finally:
         bar.close()
     if not parts:
         raise CandidateError(f"{source.name}: no candidates (the table is empty)")
     return Streamed(Sums.merge(parts), len(parts), max_lines, rows_parts if per_row else None)
+
+
+def check_options(measures: Iterable[str | Measure] | None, rules: Iterable[str | TieRule] | None,
+             n_seeds: int, chunk_rows: int | None,
+             jobs: int) -> tuple[list[Measure], list[TieRule]]:  # fmt: skip
+    """The measures and rules (defaults when ``None``), the other options checked."""
+    ms = parse_measures(measures if measures is not None else DEFAULT_MEASURES)
+    rs = parse_rules(rules if rules is not None else DEFAULT_RULES)
+    if n_seeds < 1:
+        raise ValueError("n_seeds must be >= 1")
+    if chunk_rows is not None and chunk_rows < 1:
+        raise ValueError(f"chunk_rows must be >= 1, got {chunk_rows}")
+    if jobs < 1:
+        raise ValueError(f"jobs must be >= 1, got {jobs}")
+    return ms, rs
+
+
+def open_chunks(data: Any, rs: list[TieRule], chunk_rows: int | None, memory: int | str | None,
+                share: int = 1) -> tuple[Source, Iterator[tuple[pa.Table, int]], int | None]:  # fmt: skip
+    """The source of ``data``, its chunks and their size in lines (``None``: ``chunk_rows``
+    rows, or one chunk when neither ``chunk_rows`` nor ``memory`` is given); ``share``: how
+    many lines a chunk's line costs against the memory budget."""
+    source = open_source(data)
+    whole = [r for r in rs if r.spec.whole_table]
+    if whole:  # each chunk's place in the whole shuffle needs the number of lines
+        source = source.counted()
+    max_lines = None if chunk_rows is not None else budget_lines(memory, rs, source.n_lines, share)
+    return source, _chunks(source, chunk_rows, max_lines, whole), max_lines
+
+
+def budget_lines(memory: int | str | None, rs: list[TieRule], n_lines: int | None,
+                 share: int = 1) -> int | None:  # fmt: skip
+    """Lines per chunk within the ``memory`` budget (``None``: no budget, one chunk), once what
+    a rule keeps of the whole input of ``n_lines`` lines (:attr:`tieaudit.rules.RuleKind.table_bytes`) is taken
+    from it; ``share``: how many lines a chunk's line costs."""
+    if memory is None:
+        return None
+    kept = max((r.spec.table_bytes for r in rs), default=0) * (n_lines or 0)
+    return max(1, chunk_lines(parse_memory(memory) - kept) // share)
 
 
 class Progress:
@@ -260,25 +300,28 @@ def _lookahead(items: Iterator[Any]) -> Iterator[Any]:
         yield prev
 
 
-def _in_pool(task: _Task, source: Source, chunks: Iterator[tuple[pa.Table, int]], jobs: int,
-             keep: Any) -> None:  # fmt: skip
-    """Chunks evaluated by ``jobs`` processes, at most ``jobs`` of them in flight, their
-    results kept in row order."""
+def map_chunks(work: Callable[..., Any], task: Any, items: Iterator[tuple[tuple, int]],
+               jobs: int, keep: Callable[[Any, int], None]) -> None:  # fmt: skip
+    """``keep(work(task, *args), lines)`` for each ``(args, lines)`` of ``items``, in their order:
+    in this process (``jobs`` 1; each item once the next one is read), or by ``jobs`` processes
+    with at most ``jobs + 1`` items in flight (``work``, ``task`` and ``args`` are pickled)."""
+    if jobs == 1:
+        for args, lines in _lookahead(items):
+            keep(work(task, *args), lines)
+        return
     pending: deque[tuple[Future, int]] = deque()
     context = multiprocessing.get_context("spawn")  # no fork of a process running Arrow threads
     with ProcessPoolExecutor(jobs, mp_context=context) as pool:
         try:
-            for chunk, offset in chunks:
-                future = pool.submit(_evaluate_chunk, task, chunk, source.name,
-                                     source.where(offset), (offset, source.n_lines))  # fmt: skip
-                pending.append((future, chunk.num_rows))
-                del chunk
+            for args, lines in items:
+                pending.append((pool.submit(work, task, *args), lines))
+                del args
                 while len(pending) >= jobs + 1 or (pending and pending[0][0].done()):
-                    future, lines = pending.popleft()
-                    keep(future.result(), lines)
+                    future, n = pending.popleft()
+                    keep(future.result(), n)
             while pending:
-                future, lines = pending.popleft()
-                keep(future.result(), lines)
+                future, n = pending.popleft()
+                keep(future.result(), n)
         except BaseException:
             for future, _ in pending:
                 future.cancel()

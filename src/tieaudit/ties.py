@@ -43,7 +43,7 @@ from .seeds import make_rng
 
 __all__ = [
     "TieStructure", "StoredTies", "SummaryTies", "tie_structure", "structure_type", "STORED_PLACE",
-    "Memo",
+    "Memo", "storage_shares",
 ]  # fmt: skip
 
 #: The summary column that records the relevant item's place among its tie group in the stored
@@ -117,23 +117,51 @@ class TieStructure(Memo):
         return self
 
     @staticmethod
-    def permute(table: CandidateTable, how: str, seed: int = 0) -> CandidateTable:
+    def permute(table: CandidateTable, how: str, seed: int = 0,
+                rng: np.random.Generator | None = None) -> CandidateTable:  # fmt: skip
         """``table`` with the stored order of every row permuted (see
-        :func:`tieaudit.audit.permute_within_rows`)."""
+        :func:`tieaudit.audit.permute_within_rows`); ``rng``, when given, is the generator a
+        ``shuffle:P`` draws from (:meth:`shuffle_rng`)."""
+        raise NotImplementedError
+
+    @staticmethod
+    def shuffle_rng(seed: int, p: int, offset: int = 0) -> np.random.Generator | None:
+        """The generator ``shuffle:P`` of :meth:`permute` draws from for a table whose first line
+        is line ``offset`` of a larger table (a chunk of it), placed where the draws of the lines
+        before it end; ``None`` when that place is only known by drawing for those lines (the
+        generator the chunk before left is then passed on)."""
+        raise NotImplementedError
+
+    def storage_counts(self) -> tuple[int, int, int, str]:
+        """Where the relevant item is stored, as counts: the rows with it first and last, the
+        rows these are among, and what they are among (``"row"``, or ``"tie group"`` when only
+        that is known; no rows counted when it is not recorded)."""
         raise NotImplementedError
 
     def storage(self) -> tuple[float, float, str]:
         """Where the relevant item is stored: the share of rows with it first and last, and
         among what (``"row"``, or ``"tie group"`` when only that is known)."""
+        first, last, among, name = self.storage_counts()
+        return storage_shares(first, last, among, name)
+
+    def modal_counts(self) -> tuple[float, float]:
+        """Candidates whose score is their row's most common score, and the candidates counted
+        (NaN when not known)."""
         raise NotImplementedError
 
     def modal_share(self) -> float:
         """Share of candidates whose score is their row's most common score."""
-        raise NotImplementedError
+        at, of = self.modal_counts()
+        return float(at / of)
 
 
-def _mean(x: np.ndarray) -> float:
-    return float(x.mean()) if len(x) else 0.0
+def storage_shares(first: int, last: int, among: int, name: str) -> tuple[float, float, str]:
+    """The shares :meth:`TieStructure.storage` gives from its counts (rows of a stored table
+    with none counted: 0; a summary table's tied rows: NaN, nothing recorded)."""
+    if not among:
+        empty = 0.0 if name == "row" else float("nan")
+        return empty, empty, name
+    return first / among, last / among, name
 
 
 def _segments(sorted_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -208,7 +236,8 @@ class StoredTies(TieStructure):
         return self.count_before(key[self.others] < key[self.pos][self.other_rel])
 
     @staticmethod
-    def permute(table: CandidateTable, how: str, seed: int = 0) -> CandidateTable:
+    def permute(table: CandidateTable, how: str, seed: int = 0,
+                rng: np.random.Generator | None = None) -> CandidateTable:  # fmt: skip
         idx = np.arange(table.n_candidates)
         if how == "positive_last":
             order = np.lexsort((idx, table.label, table.row))
@@ -216,13 +245,21 @@ class StoredTies(TieStructure):
             order = np.lexsort((-idx, table.row))
         elif how.startswith("shuffle:"):
             p = int(how.split(":", 1)[1])
-            noise = make_rng(seed, "audit-shuffle", p).random(table.n_candidates)
+            rng = rng if rng is not None else StoredTies.shuffle_rng(seed, p)
+            noise = rng.random(table.n_candidates)
             order = np.lexsort((noise, table.row))
         else:
             raise ValueError(f"unknown permutation {how!r}")
         return table.take(order, source=f"{table.source} [{how}]")
 
-    def storage(self) -> tuple[float, float, str]:
+    @staticmethod
+    def shuffle_rng(seed: int, p: int, offset: int = 0) -> np.random.Generator:
+        """One draw per line: the generator is advanced by ``offset`` draws."""
+        rng = make_rng(seed, "audit-shuffle", p)
+        rng.bit_generator.advance(offset)
+        return rng
+
+    def storage_counts(self) -> tuple[int, int, int, str]:
         table, has = self.table, self.first >= 0
         pos = self.pos[self.first[has]]
         line = np.arange(table.n_candidates)
@@ -230,9 +267,9 @@ class StoredTies(TieStructure):
         np.minimum.at(first, table.row, line)
         last = np.full(self.n_rows, -1, dtype=np.int64)
         np.maximum.at(last, table.row, line)
-        return _mean(pos == first[has]), _mean(pos == last[has]), "row"
+        return int((pos == first[has]).sum()), int((pos == last[has]).sum()), len(pos), "row"
 
-    def modal_share(self) -> float:
+    def modal_counts(self) -> tuple[float, float]:
         """Stored lines only (unstored candidates are not counted)."""
         table = self.table
         order = np.lexsort((table.score, table.row))
@@ -242,7 +279,7 @@ class StoredTies(TieStructure):
         runs = np.diff(np.r_[starts, len(r)])
         best = np.zeros(table.n_rows, dtype=np.int64)
         np.maximum.at(best, r[starts], runs)
-        return float(best.sum() / table.n_candidates)
+        return int(best.sum()), table.n_candidates
 
 
 @dataclass(frozen=True, eq=False)
@@ -292,7 +329,8 @@ class SummaryTies(TieStructure):
         return self.recorded(TieRule(STORED_PLACE), for_rule)
 
     @staticmethod
-    def permute(table: CandidateTable, how: str, seed: int = 0) -> CandidateTable:
+    def permute(table: CandidateTable, how: str, seed: int = 0,
+                rng: np.random.Generator | None = None) -> CandidateTable:  # fmt: skip
         """The permutation acts on the conceptual rows through the one stored position a summary
         records, the relevant item's place ``p`` among its ``t`` tie-group members."""
         if STORED_PLACE not in table.before:
@@ -304,26 +342,34 @@ class SummaryTies(TieStructure):
             place = tied - table.before[STORED_PLACE]
         elif how.startswith("shuffle:"):
             p = int(how.split(":", 1)[1])
-            place = make_rng(seed, "audit-shuffle", p).integers(0, tied + 1)
+            rng = rng if rng is not None else make_rng(seed, "audit-shuffle", p)
+            place = rng.integers(0, tied + 1)
         else:
             raise ValueError(f"unknown permutation {how!r}")
         return table.with_before(STORED_PLACE, place, source=f"{table.source} [{how}]")
 
-    def storage(self) -> tuple[float, float, str]:
-        """First / last among the relevant item's tie group, in tied rows (NaN: not recorded)."""
+    @staticmethod
+    def shuffle_rng(seed: int, p: int, offset: int = 0) -> np.random.Generator | None:
+        """A row draws a bounded integer, which takes a varying number of the generator's
+        outputs: a chunk after the first is given the generator the one before it left."""
+        return make_rng(seed, "audit-shuffle", p) if offset == 0 else None
+
+    def storage_counts(self) -> tuple[int, int, int, str]:
+        """First / last among the relevant item's tie group, in tied rows (none: not recorded)."""
         table = self.table
         place = table.before.get(STORED_PLACE)
         in_tie = table.n_tied > 0
-        if place is None or not in_tie.any():
-            return float("nan"), float("nan"), "tie group"
-        first = _mean(place[in_tie] == 0)
-        return first, _mean(place[in_tie] == table.n_tied[in_tie]), "tie group"
+        if place is None:
+            return 0, 0, 0, "tie group"
+        first = int((place[in_tie] == 0).sum())
+        return first, int((place[in_tie] == table.n_tied[in_tie]).sum()), int(in_tie.sum()), \
+            "tie group"  # fmt: skip
 
-    def modal_share(self) -> float:
+    def modal_counts(self) -> tuple[float, float]:
         """From ``n_modal`` (NaN without it)."""
         if self.table.n_modal is None:
-            return float("nan")
-        return float(self.table.n_modal.sum() / self.length.sum())
+            return float("nan"), float(self.length.sum())
+        return int(self.table.n_modal.sum()), int(self.length.sum())
 
 
 def structure_type(table: CandidateTable) -> type[TieStructure]:

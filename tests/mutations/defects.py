@@ -139,8 +139,8 @@ DEFECTS: tuple[Defect, ...] = (
     Defect(
         name="audit-shuffles-one-draw",
         path="src/tieaudit/ties.py",
-        old='noise = make_rng(seed, "audit-shuffle", p).random(table.n_candidates)',
-        new='noise = make_rng(seed, "audit-shuffle", 0).random(table.n_candidates)',
+        old='rng = make_rng(seed, "audit-shuffle", p)\n        rng.bit_generator.advance(offset)',
+        new='rng = make_rng(seed, "audit-shuffle", 0)\n        rng.bit_generator.advance(offset)',
         means="every audit shuffle of a stored table is the same draw",
         first=(
             "tests/test_audit.py"

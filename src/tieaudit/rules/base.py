@@ -123,6 +123,9 @@ class RuleKind:
     #: the whole table's positions): in chunks of rows (:mod:`tieaudit.stream`) it reads a
     #: chunk's place in the whole table (``CandidateTable.line_offset`` and ``lines_total``).
     whole_table: ClassVar[bool] = False
+    #: Bytes per line of the whole table such a kind keeps while the chunks are evaluated (which
+    #: :mod:`tieaudit.stream` takes from the memory budget before sizing the chunks).
+    table_bytes: ClassVar[int] = 0
 
     @property
     def syntax(self) -> str:

@@ -31,10 +31,12 @@ __all__ = ["summary_random_before", "RANDOM"]
 
 @functools.lru_cache(maxsize=1)  # the chunks of one table share it
 def _positions(seed: int, n_lines: int) -> np.ndarray:
-    """Each line's position after the seeded shuffle of ``n_lines`` stored positions."""
+    """Each line's position after the seeded shuffle of ``n_lines`` stored positions (4 bytes a
+    line below 2**32 lines: a streamed table keeps them while its chunks are evaluated)."""
     order = np.random.default_rng(seed).permutation(n_lines)
-    position = np.empty_like(order)
-    position[order] = np.arange(len(order))
+    position = np.empty(n_lines, dtype=np.uint32 if n_lines < 2**32 else np.int64)
+    position[order] = np.arange(n_lines, dtype=position.dtype)
+    del order
     position.flags.writeable = False
     return position
 
@@ -83,6 +85,7 @@ class Random(RuleKind):
     invariant = False
     summary_exact = False
     whole_table = True
+    table_bytes = 4  # each line's shuffled position (_positions)
 
     def line_key(self, ties: StoredTies, seed: int | None) -> np.ndarray:
         # a chunk of a larger table (tieaudit.stream) takes its lines' places in the whole shuffle
