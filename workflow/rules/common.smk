@@ -434,7 +434,8 @@ def parts_of(path):
     """Input function: every part of `path` (parted), in part order, for the job's wildcards."""
 
     def files(wildcards):
-        return expand(parted(path), part=range(ROW_CHUNKS), **dict(wildcards.items()))
+        fixed = {k: v for k, v in wildcards.items() if k != "part"}
+        return expand(parted(path), part=range(ROW_CHUNKS), **fixed)
 
     return files
 
