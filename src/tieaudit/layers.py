@@ -56,9 +56,11 @@ LAYERS: tuple[Layer, ...] = (
     Layer(
         "evaluation",
         "measures, candidate tables (CSV, Parquet, TREC), the tie rules, tie structures, the "
-        "evaluator, its partial sums and the streamed evaluation in chunks of rows",
+        "evaluator, its partial sums, the streamed evaluation in chunks of rows and the "
+        "pipeline's parts of rows merged exactly",
         ("measures.py", "candidates.py", "candidates_io.py", "trec.py", "rules/*", "ties.py",
-         "values.py", "blocks.py", "evaluate.py", "sums.py", "batches.py", "stream.py"),
+         "values.py", "blocks.py", "evaluate.py", "sums.py", "batches.py", "stream.py",
+         "partition.py"),
     ),
     Layer(
         "analyses",
