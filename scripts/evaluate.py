@@ -7,7 +7,8 @@ import numpy as np
 
 from tieaudit import evaluate, read_candidates
 from tieaudit.io import write_table
-from tieaudit.partition import part_bounds, part_place, row_values
+from tieaudit.partition import part_bounds, part_place
+from tieaudit.partvalues import row_values
 from tieaudit.workflow import start
 
 log = start(snakemake)  # noqa: F821 - injected by Snakemake

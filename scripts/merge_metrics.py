@@ -3,7 +3,7 @@ exactly as one evaluation of all of them."""
 
 from tieaudit._parquet import read_parquet
 from tieaudit.io import write_table
-from tieaudit.partition import RowValues, merged_sums
+from tieaudit.partvalues import RowValues, merged_sums
 from tieaudit.workflow import start
 
 log = start(snakemake)  # noqa: F821 - injected by Snakemake

@@ -1,6 +1,6 @@
 """Rows split into parts (tieaudit.partition, the pipeline's evaluation.row_chunks): the parts
 are the table's consecutive rows, and their per-row values merge into the unsplit evaluation's
-summary to the last bit."""
+summary to the last bit (tieaudit.partvalues)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 from tieaudit import evaluate
 from tieaudit.candidates import as_table
 from tieaudit.io import frame_to_text, write_table
-from tieaudit.partition import RowValues, merged_sums, part_bounds, part_place, row_part, row_values
+from tieaudit.partition import part_bounds, part_place, row_part
+from tieaudit.partvalues import RowValues, merged_sums, row_values
 from tieaudit.rules import rule_kinds
 from tieaudit.testing import candidate_frames, summary_frames
 

@@ -34,9 +34,10 @@ LAYERS: tuple[Layer, ...] = (
     Layer(
         "foundation",
         "the package root (its names imported on first use), number and text grammars, atomic "
-        "writes, checksummed Parquet, seeds, the stable hash, output files, the import reader",
+        "writes, checksummed Parquet, seeds, the stable hash, output files, the import reader, "
+        "rows split into parts",
         ("__init__.py", "_*.py", "seeds.py", "hashing.py", "io.py", "dependencies.py",
-         "layers.py"),
+         "layers.py", "partition.py"),
     ),
     Layer(
         "data",
@@ -60,7 +61,7 @@ LAYERS: tuple[Layer, ...] = (
         "pipeline's parts of rows merged exactly",
         ("measures.py", "candidates.py", "candidates_io.py", "trec.py", "rules/*", "ties.py",
          "values.py", "blocks.py", "evaluate.py", "sums.py", "batches.py", "stream.py",
-         "partition.py"),
+         "partvalues.py"),
     ),
     Layer(
         "analyses",

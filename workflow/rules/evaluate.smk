@@ -73,7 +73,7 @@ rule evaluate:
 if ROW_CHUNKS > 1:
 
     # the parts' per-row values concatenated in part order and summed as one evaluation sums
-    # them: metrics.csv to the last bit (tieaudit.partition)
+    # them: metrics.csv to the last bit (tieaudit.partvalues)
     rule merge_metrics:
         input:
             parts=parts_of(ROW_VALUES),
