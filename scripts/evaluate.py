@@ -1,18 +1,42 @@
-"""Step: evaluate a scored candidates table under every tie rule (tidy metrics.csv)."""
+"""Step: evaluate a scored candidates table under every tie rule (tidy metrics.csv), or a part
+of its rows (evaluation.row_chunks: their per-row values, merged by merge_metrics)."""
+
+from dataclasses import replace
 
 import numpy as np
 
 from tieaudit import evaluate, read_candidates
 from tieaudit.io import write_table
+from tieaudit.partition import part_bounds, part_place
+from tieaudit.partvalues import row_values
 from tieaudit.workflow import start
 
 log = start(snakemake)  # noqa: F821 - injected by Snakemake
 p = snakemake.params  # noqa: F821
-table = read_candidates(snakemake.input.scores)  # noqa: F821
+inp = snakemake.input  # noqa: F821
+table = read_candidates(inp.scores)
 # hash_mean ranks merged from the hash_seeds jobs; a full-catalog summary table records them
-chunks = snakemake.input.get("chunks", [])  # noqa: F821
+chunks = inp.get("chunks", [])
 ranks = np.concatenate([np.load(f) for f in chunks]) if chunks else None
+if p.part is not None:
+    part, n_parts = p.part
+    # this part's place in the whole table (random:SEED shuffles its stored positions), and its
+    # rows' hash_mean ranks: the hash_seeds jobs rank every row of the merged table
+    offset, total = part_place(inp.parts, part)
+    table = replace(table, line_offset=offset, lines_total=total)
+    if ranks is not None:
+        first, stop = part_bounds(ranks.shape[1], n_parts)[part]
+        if stop - first != table.n_rows or not np.all(table.n_positive == 1):
+            raise ValueError(
+                f"{inp.scores}: the hash_mean ranks of rows {first}..{stop - 1} do not fit this "
+                f"part's {table.n_rows} rows (one relevant item a row expected)"
+            )
+        ranks = ranks[:, first:stop]
+    log.info("rows part %d of %d: lines %d.. of %d", part, n_parts, offset, total)
 ev = evaluate(table, p.metrics, p.rules, n_seeds=p.n_seeds, seed_ranks=ranks)
-summary = ev.summary()
-log.info("\n%s", summary.to_string())
-write_table(summary, snakemake.output.metrics)  # noqa: F821
+if p.part is not None:
+    write_table(row_values(ev).to_frame(), snakemake.output[0])  # noqa: F821
+else:
+    summary = ev.summary()
+    log.info("\n%s", summary.to_string())
+    write_table(summary, snakemake.output[0])  # noqa: F821

@@ -6,6 +6,7 @@ import numpy as np
 from tieaudit._parquet import read_parquet
 from tieaudit.fullcatalog import chunk_rows_for, full_catalog_candidates
 from tieaudit.io import write_table
+from tieaudit.partition import row_part
 from tieaudit.scorers import get_scorer
 from tieaudit.workflow import start
 
@@ -28,6 +29,9 @@ sampled = read_parquet(inp.candidates, columns=["row", "user_id", "item_id", "la
 rows = sampled[sampled["label"] == 1][["row", "user_id", "item_id"]].reset_index(drop=True)
 if p.n_rows is not None:
     rows = rows.iloc[: p.n_rows].reset_index(drop=True)
+if p.part is not None:  # a part of the rows (evaluation.row_chunks); the scorer fits on all
+    rows = row_part(rows, *p.part)
+    log.info("rows part %d of %d", *p.part)
 chunk = chunk_rows_for(len(catalog), p.chunk_pairs)
 log.info("%d rows x %d catalogue items, %d rows a chunk", len(rows), len(catalog), chunk)
 

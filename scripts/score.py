@@ -2,7 +2,8 @@
 
 from tieaudit._parquet import read_parquet
 from tieaudit.io import write_table
-from tieaudit.scorers import get_scorer, score_candidates
+from tieaudit.partition import row_part
+from tieaudit.scorers import calibrate_scorer, get_scorer, score_candidates
 from tieaudit.workflow import start
 
 log = start(snakemake)  # noqa: F821 - injected by Snakemake
@@ -15,7 +16,13 @@ scorer.fit(
     read_parquet(snakemake.input.attributes),  # noqa: F821
 )
 candidates = read_parquet(snakemake.input.candidates)  # noqa: F821
-# a scorer with calibrate (residualized_attribute) is calibrated on these candidates first
-scored = score_candidates(candidates, scorer)
+# a scorer with calibrate (residualized_attribute) is calibrated on these candidates first, all
+# of them: a part of the rows (evaluation.row_chunks) scores with the same calibration
+calibrate_scorer(scorer, candidates)
+part = snakemake.params.part  # noqa: F821
+if part is not None:
+    candidates = row_part(candidates, *part)
+    log.info("rows part %d of %d", *part)
+scored = score_candidates(candidates, scorer, calibrate=False)
 log.info("scored %d candidates with %s", len(scored), spec["scorer"])
 write_table(scored[["row", "user_id", "item_id", "label", "score"]], snakemake.output[0])  # noqa: F821

@@ -118,7 +118,9 @@ def test_every_broken_key_is_named_at_once(tmp_path: Path) -> None:
         reported_rule="hash_mean2",
         metrics=["HR@10", "nDCG@10", "MAP@10", "Recall@10"],
         seed_chunks=4,
+        row_chunks=61,
         candidates=["sampled", "full"],
+        full_rows=30,
     )
     for name in ("../../../x", "a/b", ".hidden", "with space", "paper", "logs"):
         cfg["datasets"][name] = cfg["datasets"]["mini"]
@@ -160,6 +162,8 @@ def test_every_broken_key_is_named_at_once(tmp_path: Path) -> None:
         "config: evaluation.rules: item_id_numeric cannot be evaluated on the full catalogue",
         "config: evaluation.reported_rule: cannot parse tie rule 'hash_mean2'; known: input_order",
         "config: evaluation.seed_chunks: 4 jobs for 3 hash seeds (evaluation.n_seeds)",
+        "config: evaluation.row_chunks: 61 jobs for 60 evaluation rows (evaluation.n_rows)",
+        "config: evaluation.row_chunks: 61 jobs for 30 full-catalog rows (evaluation.full_rows)",
         "config: scorers.shell: scorer 'subprocess:run' names a function, not a class",
         "config: scorers.typo: unknown scorer 'popularty'",
         "config: scorers.opts: cannot construct scorer 'attribute_overlap'",

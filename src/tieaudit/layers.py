@@ -34,9 +34,10 @@ LAYERS: tuple[Layer, ...] = (
     Layer(
         "foundation",
         "the package root (its names imported on first use), number and text grammars, atomic "
-        "writes, checksummed Parquet, seeds, the stable hash, output files, the import reader",
+        "writes, checksummed Parquet, seeds, the stable hash, output files, the import reader, "
+        "rows split into parts",
         ("__init__.py", "_*.py", "seeds.py", "hashing.py", "io.py", "dependencies.py",
-         "layers.py"),
+         "layers.py", "partition.py"),
     ),
     Layer(
         "data",
@@ -56,11 +57,11 @@ LAYERS: tuple[Layer, ...] = (
     Layer(
         "evaluation",
         "measures, candidate tables (CSV, Parquet, TREC), score precision, the tie rules, tie "
-        "structures, the evaluator, its partial sums and the streamed evaluation in chunks of "
-        "rows",
+        "structures, the evaluator, its partial sums, the streamed evaluation in chunks of rows "
+        "and the pipeline's parts of rows merged exactly",
         ("measures.py", "candidates.py", "candidates_io.py", "trec.py", "precision.py",
          "rules/*", "ties.py", "values.py", "blocks.py", "evaluate.py", "sums.py", "batches.py",
-         "stream.py"),
+         "stream.py", "partvalues.py"),
     ),
     Layer(
         "analyses",

@@ -46,7 +46,7 @@ DB_PORT=$((PORT_BASE + 3))
 SLURM_RULES=$(awk '/^localrules:/ { inlist = 1; next }
     inlist && /^    [a-z_]+,?$/ { name = $1; sub(/,$/, "", name); local_[name] = 1; next }
     { inlist = 0 }
-    /^rule [a-z_]+:/ { name = $2; sub(/:$/, "", name); rules[name] = 1 }
+    /^ *rule [a-z_]+:/ { name = $2; sub(/:$/, "", name); rules[name] = 1 }
     END { for (r in rules) if (!(r in local_) && r != "all") print r }' \
     "$REPO/Snakefile" "$REPO"/workflow/rules/*.smk | sort | tr '\n' ' ')
 SLURM_RULES=${SLURM_RULES% }
@@ -368,12 +368,14 @@ find "$SNAP" -name __pycache__ -prune -exec rm -rf {} +
 export PYTHONPATH="$SNAP/src${PYTHONPATH:+:$PYTHONPATH}"
 PROFILE="$SNAP/profiles/slurm"
 # the configuration: small, generated data, yet one job of every rule of the workflow (both
-# settings, hash seeds split over two jobs, two scorers so that a failed audit job has siblings)
+# settings, hash seeds split over two jobs, rows in two parts side by side, two scorers so that a
+# failed audit job has siblings)
 RUN_CONFIG="$SNAP/config/slurm_test.yaml"
 (cd "$REPO" && "$VENV_BIN/python" - "$RUN_CONFIG" <<'PY'
 import sys, yaml
 from tests.test_workflow_full_catalog import CONFIG
-config = dict(CONFIG, scorers={s: CONFIG["scorers"][s] for s in ("attribute_overlap", "popularity")})
+config = dict(CONFIG, scorers={s: CONFIG["scorers"][s] for s in ("attribute_overlap", "popularity")},
+              evaluation=dict(CONFIG["evaluation"], row_chunks=2))
 with open(sys.argv[1], "w") as fh:
     yaml.safe_dump(config, fh, sort_keys=False)
 PY

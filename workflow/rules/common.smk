@@ -227,6 +227,17 @@ def check_config(config):
                 f"config: datasets: {name!r} cannot be a dataset name: results/{name}/ holds "
                 f"the {RESULTS_FOLDERS[name]}"
             )
+    for key, what in (
+        ("n_rows", "evaluation rows"),
+        ("full_rows", "full-catalog rows"),
+    ):
+        if key == "full_rows" and "full" not in ev["candidates"]:
+            continue
+        if ev[key] is not None and ev["row_chunks"] > ev[key]:
+            errors.append(
+                f"config: evaluation.row_chunks: {ev['row_chunks']} jobs for {ev[key]} "
+                f"{what} (evaluation.{key}); at most one job a row"
+            )
     if ev["seed_chunks"] > ev["n_seeds"]:
         errors.append(
             f"config: evaluation.seed_chunks: {ev['seed_chunks']} jobs for "
@@ -270,6 +281,7 @@ wildcard_constraints:
     scorer="|".join(re.escape(s) for s in SCORERS) or "NONE",
     setting="|".join(SETTINGS),
     chunk=r"\d+",
+    part=r"\d+",
 
 
 def script_inputs(script, *modules):
@@ -411,6 +423,43 @@ def scorer_spec(wildcards):
 
 def seed_chunks():
     return list(range(config["evaluation"]["seed_chunks"]))
+
+
+# evaluation.row_chunks: the rows of a dataset are scored, reduced and evaluated in this many
+# jobs (contiguous ranges of the stored rows, tieaudit.partition), merged exactly by one rule per
+# kind of output. With one part every rule writes its final file itself: no merge job.
+ROW_CHUNKS = config["evaluation"]["row_chunks"]
+
+
+def parted(path):
+    """A partitioned step's file: `path` itself with one part; with several, part {part} of it
+    under parts/ beside it (results/x/scores.parquet -> results/x/parts/scores.{part}.parquet).
+    """
+    if ROW_CHUNKS == 1:
+        return path
+    path = Path(path)
+    return str(path.parent / "parts" / f"{path.stem}.{{part}}{path.suffix}")
+
+
+def parts_of(path):
+    """Input function: every part of `path` (parted), in part order, for the job's wildcards."""
+
+    def files(wildcards):
+        fixed = {k: v for k, v in wildcards.items() if k != "part"}
+        return expand(parted(path), part=range(ROW_CHUNKS), **fixed)
+
+    return files
+
+
+def row_part(wildcards):
+    """Params function: [part, number of parts] of a partitioned job (None with one part)."""
+    return [int(wildcards.part), ROW_CHUNKS] if ROW_CHUNKS > 1 else None
+
+
+def part_mem_mb(measured, fixed):
+    """Memory of a partitioned job: what does not depend on the rows (`fixed`, e.g. a fitted
+    scorer) and its share of the rest of the one-job `measured` size (MB)."""
+    return fixed + -(-(measured - fixed) // ROW_CHUNKS)
 
 
 def hash_seed_chunks(wildcards):

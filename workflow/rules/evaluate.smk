@@ -23,38 +23,77 @@ rule hash_seeds:
         "../../scripts/hash_seeds.py"
 
 
+# metrics.csv of a result: written by evaluate, or by merge_metrics from its parts
+METRICS = report(
+    "results/{dataset}/{setting}/{scorer}/metrics.csv",
+    caption="../report/metrics.rst",
+    category="Metrics",
+    subcategory="{dataset}",
+    labels={
+        "dataset": "{dataset}",
+        "setting": "{setting}",
+        "scorer": "{scorer}",
+    },
+)
+# a part's per-row values (evaluation.row_chunks), merged exactly by merge_metrics
+ROW_VALUES = "results/{dataset}/{setting}/{scorer}/row_values.parquet"
+
+
 rule evaluate:
     input:
-        scores="results/{dataset}/{setting}/{scorer}/scores.parquet",
+        scores=parted("results/{dataset}/{setting}/{scorer}/scores.parquet"),
+        # every part's scores: where this part's lines sit in the whole table (random:SEED)
+        parts=(
+            parts_of("results/{dataset}/{setting}/{scorer}/scores.parquet")
+            if ROW_CHUNKS > 1
+            else []
+        ),
         chunks=hash_seed_chunks,
         lib=script_inputs("evaluate.py"),
     output:
-        metrics=report(
-            "results/{dataset}/{setting}/{scorer}/metrics.csv",
-            caption="../report/metrics.rst",
-            category="Metrics",
-            subcategory="{dataset}",
-            labels={
-                "dataset": "{dataset}",
-                "setting": "{setting}",
-                "scorer": "{scorer}",
-            },
-        ),
+        METRICS if ROW_CHUNKS == 1 else parted(ROW_VALUES),
     log:
-        f"{LOGS}/evaluate/{{dataset}}/{{setting}}/{{scorer}}.log",
+        parted(f"{LOGS}/evaluate/{{dataset}}/{{setting}}/{{scorer}}.log"),
     benchmark:
-        f"{BENCH}/evaluate/{{dataset}}/{{setting}}/{{scorer}}.tsv"
+        parted(f"{BENCH}/evaluate/{{dataset}}/{{setting}}/{{scorer}}.tsv")
     conda:
         "../envs/eval.yaml"
     resources:
-        # measured: max RSS 1.1 GB (3M candidates)
-        mem_mb=2000,
+        # measured: max RSS 1.1 GB (3M candidates); a part evaluates its share of them
+        mem_mb=part_mem_mb(2000, 400),
     params:
         metrics=config["evaluation"]["metrics"],
         rules=config["evaluation"]["rules"],
         n_seeds=config["evaluation"]["n_seeds"],
+        part=row_part,
     script:
         "../../scripts/evaluate.py"
+
+
+if ROW_CHUNKS > 1:
+
+    # the parts' per-row values concatenated in part order and summed as one evaluation sums
+    # them: metrics.csv to the last bit (tieaudit.partvalues)
+    rule merge_metrics:
+        input:
+            parts=parts_of(ROW_VALUES),
+            lib=script_inputs("merge_metrics.py"),
+        output:
+            METRICS,
+        log:
+            f"{LOGS}/merge_metrics/{{dataset}}/{{setting}}/{{scorer}}.log",
+        benchmark:
+            f"{BENCH}/merge_metrics/{{dataset}}/{{setting}}/{{scorer}}.tsv"
+        conda:
+            "../envs/eval.yaml"
+        resources:
+            # every row's values: rows x measures x (rules + hash seeds) numbers
+            mem_mb=2000,
+        params:
+            metrics=config["evaluation"]["metrics"],
+            rules=config["evaluation"]["rules"],
+        script:
+            "../../scripts/merge_metrics.py"
 
 
 rule audit:

@@ -9,18 +9,20 @@ rule score:
         scorer=scorer_code,
         lib=script_inputs("score.py"),
     output:
-        "results/{dataset}/sampled/{scorer}/scores.parquet",
+        parted("results/{dataset}/sampled/{scorer}/scores.parquet"),
     log:
-        f"{LOGS}/score/{{dataset}}/{{scorer}}.log",
+        parted(f"{LOGS}/score/{{dataset}}/{{scorer}}.log"),
     benchmark:
-        f"{BENCH}/score/{{dataset}}/{{scorer}}.tsv"
+        parted(f"{BENCH}/score/{{dataset}}/{{scorer}}.tsv")
     conda:
         "../envs/score.yaml"
     resources:
-        # measured: max RSS 2.2 GB (Amazon), 2.5 GB (24M-row MovieLens history)
-        mem_mb=4000,
+        # measured: max RSS 2.2 GB (Amazon), 2.5 GB (24M-row MovieLens history), most of it the
+        # fitted scorer and the history; a part of the rows scores a share of the candidates
+        mem_mb=part_mem_mb(4000, 2500),
     params:
         spec=scorer_spec,
+        part=row_part,
     script:
         "../../scripts/score.py"
 
@@ -39,20 +41,23 @@ rule full_scores:
         scorer=scorer_code,
         lib=script_inputs("full_scores.py"),
     output:
-        "results/{dataset}/full/{scorer}/scores.parquet",
+        parted("results/{dataset}/full/{scorer}/scores.parquet"),
     log:
-        f"{LOGS}/full_scores/{{dataset}}/{{scorer}}.log",
+        parted(f"{LOGS}/full_scores/{{dataset}}/{{scorer}}.log"),
     benchmark:
-        f"{BENCH}/full_scores/{{dataset}}/{{scorer}}.tsv"
+        parted(f"{BENCH}/full_scores/{{dataset}}/{{scorer}}.tsv")
     # the longest jobs of a run: started first among the jobs ready, the short ones fill in
     priority: 1
     conda:
         "../envs/score.yaml"
     resources:
-        mem_mb=6000,
+        # the fitted scorer and the history, and one chunk of full_chunk_pairs scores at a time
+        # (its rows' summary lines are small): a part of the rows needs little less
+        mem_mb=part_mem_mb(6000, 5000),
     params:
         spec=scorer_spec,
         n_rows=full_rows,
+        part=row_part,
         chunk_pairs=config["evaluation"]["full_chunk_pairs"],
         seeds=recorded_hash_seeds(),
         k_max=largest_cutoff(),
@@ -60,3 +65,26 @@ rule full_scores:
         seed=config["evaluation"]["seed"],
     script:
         "../../scripts/full_scores.py"
+
+
+if ROW_CHUNKS > 1:
+
+    # evaluation.row_chunks: the parts of a setting's scores (score, full_scores) concatenated
+    # in part order: the file one job writes (tieaudit.partition).
+    rule merge_scores:
+        input:
+            parts=parts_of("results/{dataset}/{setting}/{scorer}/scores.parquet"),
+            lib=script_inputs("merge_scores.py"),
+        output:
+            "results/{dataset}/{setting}/{scorer}/scores.parquet",
+        log:
+            f"{LOGS}/merge_scores/{{dataset}}/{{setting}}/{{scorer}}.log",
+        benchmark:
+            f"{BENCH}/merge_scores/{{dataset}}/{{setting}}/{{scorer}}.tsv"
+        conda:
+            "../envs/eval.yaml"
+        resources:
+            # the whole table once (as the evaluate step reads it without parts)
+            mem_mb=2000,
+        script:
+            "../../scripts/merge_scores.py"
