@@ -62,9 +62,9 @@ def test_the_page_s_snakemake_commands_plan_the_workflow(argv: list[str], tmp_pa
         (tmp_path / folder).symlink_to(ROOT / folder)
     block = next(code for code in blocks("dry-run") if argv in commands(code))
     for other in commands(block):
-        if other[0] == "printf":  # writes a config file the command reads
-            subprocess.run(shlex.join(other) + f" > {tmp_path / 'chunks.yaml'}", shell=True,
-                           check=True)  # fmt: skip
+        if other[0] == "printf":  # printf TEXT > FILE: writes a config file the command reads
+            text, target = other[1], other[other.index(">") + 1]
+            (tmp_path / target).write_text(text.encode().decode("unicode_escape"))
     cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), *argv[1:], "-n"]
     res = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]

@@ -427,7 +427,7 @@ def seed_chunks():
 
 # evaluation.row_chunks: the rows of a dataset are scored, reduced and evaluated in this many
 # jobs (contiguous ranges of the stored rows, tieaudit.partition), merged exactly by one rule per
-# kind of output. With one part every rule writes its final file itself: no merge job.
+# kind of output. With one part, each step writes its final file itself (no merge job).
 ROW_CHUNKS = config["evaluation"]["row_chunks"]
 
 
