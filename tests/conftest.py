@@ -11,12 +11,14 @@ other worker.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "config" / "demo.yaml"
@@ -30,6 +32,37 @@ def run_snakemake(*args: str, cwd: Path = ROOT, timeout: int = 900) -> subproces
     env = {**os.environ, "SOURCE_DATE_EPOCH": SOURCE_DATE_EPOCH}
     return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env)
 
+
+
+# Parses the workflow (argv: Snakefile, config file, working folder, an expression of the rule
+# `r` and the workflow `wf`) and prints {rule: the expression's value} as JSON.
+_RULE_FACTS = """
+import json, sys
+from pathlib import Path
+from snakemake.api import SnakemakeApi
+from snakemake.settings.types import (ConfigSettings, OutputSettings, ResourceSettings,
+                                      StorageSettings)
+snakefile, configfile, workdir = map(Path, sys.argv[1:4])
+with SnakemakeApi(OutputSettings(quiet={"all"})) as api:
+    wf = api.workflow(snakefile=snakefile, workdir=workdir, storage_settings=StorageSettings(),
+                      config_settings=ConfigSettings(configfiles=[configfile]),
+                      resource_settings=ResourceSettings(cores=1))._workflow
+    print(json.dumps({r.name: eval(sys.argv[4]) for r in wf.rules}))
+"""
+
+
+def rule_facts(cfg: dict, folder: Path, expression: str) -> dict:
+    """{rule: ``expression``} (Python, of the rule ``r`` and the workflow ``wf``) of the workflow
+    parsed with the config ``cfg`` written into ``folder``, its working folder; in a child
+    process (Snakemake's API keeps state)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "config.yaml"
+    path.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    res = subprocess.run([sys.executable, "-c", _RULE_FACTS, str(ROOT / "Snakefile"), str(path),
+                          str(folder), expression], stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True, timeout=600)  # fmt: skip
+    assert res.returncode == 0, res.stdout[-3000:]
+    return json.loads(res.stdout.strip().splitlines()[-1])
 
 @pytest.fixture(scope="session")
 def demo_run(tmp_path_factory: pytest.TempPathFactory) -> Path:

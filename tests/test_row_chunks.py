@@ -5,16 +5,13 @@ of tests/test_workflow_full_catalog.py and, for the metrics, by tests/test_parti
 
 from __future__ import annotations
 
-import json
 import re
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
 import pytest
-import yaml
 
+from tests.conftest import rule_facts
 from tests.test_config_validation import config, snakemake
 from tests.test_reruns import conditional_rules, dry_run_jobs, rule_scripts
 from tieaudit.dependencies import library_files
@@ -78,30 +75,10 @@ def test_every_job_depends_on_exactly_the_library_files_it_runs(three: dict) -> 
         assert got == want, rule
 
 
-# Parses the workflow (argv: Snakefile, config file, working folder) and prints {rule: mem_mb}.
-MEMORY = """
-import json, sys
-from pathlib import Path
-from snakemake.api import SnakemakeApi
-from snakemake.settings.types import ConfigSettings, OutputSettings, ResourceSettings, StorageSettings
-snakefile, configfile, workdir = map(Path, sys.argv[1:])
-with SnakemakeApi(OutputSettings(quiet={"all"})) as api:
-    wf = api.workflow(snakefile=snakefile, workdir=workdir, storage_settings=StorageSettings(),
-                      config_settings=ConfigSettings(configfiles=[configfile]),
-                      resource_settings=ResourceSettings(cores=1))._workflow
-    print(json.dumps({r.name: getattr(r.resources.get("mem_mb"), "value", None) for r in wf.rules}))
-"""
-
-
 def memory(folder: Path, row_chunks: int) -> dict[str, int]:
-    folder.mkdir()
-    path = folder / "config.yaml"
-    path.write_text(yaml.safe_dump(config(row_chunks=row_chunks), sort_keys=False))
-    res = subprocess.run([sys.executable, "-c", MEMORY, str(ROOT / "Snakefile"), str(path),
-                          str(folder)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                         text=True, timeout=600)  # fmt: skip
-    assert res.returncode == 0, res.stdout[-3000:]
-    return json.loads(res.stdout.strip().splitlines()[-1])
+    """{rule: mem_mb} of the workflow parsed with ``row_chunks`` parts."""
+    return rule_facts(config(row_chunks=row_chunks), folder,
+                      'getattr(r.resources.get("mem_mb"), "value", None)')
 
 
 def test_a_parts_memory_follows_its_share_of_the_rows(tmp_path: Path) -> None:

@@ -8,47 +8,27 @@ workflow: every rule but those its ``localrules:`` name and those without a job 
 
 from __future__ import annotations
 
-import json
 import subprocess
-import sys
 from pathlib import Path
 
 import yaml
 
+from tests.conftest import rule_facts
 from tests.test_config_validation import BASE
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "tests" / "slurm" / "run_slurm_test.sh"
 
-# Parses the workflow (argv: Snakefile, config file, working folder) and prints
-# {rule: runs on the submit node}. Snakemake's Workflow.is_local says True for every rule of a
-# local run, so its test for a remote executor is spelled out: listed in `localrules:`, or no job.
-PARSE = """
-import json, sys
-from pathlib import Path
-from snakemake.api import SnakemakeApi
-from snakemake.settings.types import (ConfigSettings, OutputSettings, ResourceSettings,
-                                      StorageSettings)
-snakefile, configfile, workdir = map(Path, sys.argv[1:])
-with SnakemakeApi(OutputSettings(quiet={"all"})) as api:
-    wf = api.workflow(snakefile=snakefile, workdir=workdir, storage_settings=StorageSettings(),
-                      config_settings=ConfigSettings(configfiles=[configfile]),
-                      resource_settings=ResourceSettings(cores=1))._workflow
-    print(json.dumps({r.name: r.name in wf._localrules or r.norun for r in wf.rules}))
-"""
+# Snakemake's Workflow.is_local says True for every rule of a local run, so its test for a remote
+# executor is spelled out: listed in `localrules:`, or no job.
+LOCAL = "r.name in wf._localrules or r.norun"
 
 
 def workflow_rules(folder: Path) -> dict[str, bool]:
     """{rule: local} of the workflow parsed with a small config (its rows in two parts, which
     defines the rules that merge them)."""
-    config = folder / "config.yaml"
     cfg = {**BASE, "evaluation": {**BASE["evaluation"], "row_chunks": 2}}
-    config.write_text(yaml.safe_dump(cfg, sort_keys=False))
-    res = subprocess.run([sys.executable, "-c", PARSE, str(ROOT / "Snakefile"), str(config),
-                          str(folder)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                         text=True, timeout=600)  # fmt: skip
-    assert res.returncode == 0, res.stdout[-3000:]
-    return json.loads(res.stdout.strip().splitlines()[-1])
+    return rule_facts(cfg, folder, LOCAL)
 
 
 def test_the_slurm_test_sends_exactly_the_non_local_rules(tmp_path: Path) -> None:
