@@ -20,6 +20,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests import launch
+
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "config" / "demo.yaml"
 # the results page's date (tieaudit.page.page_date): fixed, so runs write the same page
@@ -30,8 +32,7 @@ def run_snakemake(*args: str, cwd: Path = ROOT, timeout: int = 900) -> subproces
     """This checkout's workflow with ``args`` (stdout and stderr captured apart)."""
     cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), *args]
     env = {**os.environ, "SOURCE_DATE_EPOCH": SOURCE_DATE_EPOCH}
-    return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env)
-
+    return launch.run(cmd, cwd=cwd, timeout=timeout, env=env)
 
 
 # Parses the workflow (argv: Snakefile, config file, working folder, an expression of the rule
@@ -64,11 +65,25 @@ def rule_facts(cfg: dict, folder: Path, expression: str) -> dict:
     assert res.returncode == 0, res.stdout[-3000:]
     return json.loads(res.stdout.strip().splitlines()[-1])
 
+def demo_evaluators() -> list[str]:
+    """The adapters the suite's demo run probes: every registered one but those whose library
+    compiles its code in every process (``tests.probe.test_adapters.JIT``: about a minute of
+    CPU; ``make test-adapters`` probes them)."""
+    from tests.probe.test_adapters import JIT
+    from tieaudit.probe.adapters import adapter_names
+
+    return [name for name in adapter_names() if name not in JIT]
+
+
 @pytest.fixture(scope="session")
 def demo_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The folder of one finished demo run (``results/``, ``data/``), shared by the session."""
+    """The folder of one finished demo run (``results/``, ``data/``), shared by the session:
+    ``config/demo.yaml`` as ``make demo`` runs it, its evaluator table without the adapters of
+    :func:`demo_evaluators`."""
     d = tmp_path_factory.mktemp("demo_run")
-    res = run_snakemake("--configfile", str(DEMO), "--directory", str(d), "--cores", "2")
+    evaluators = f"paper={{evaluators: [{', '.join(demo_evaluators())}]}}"
+    res = run_snakemake("--configfile", str(DEMO), "--directory", str(d), "--cores", "2",
+                        "--config", evaluators)  # fmt: skip
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     return d
 

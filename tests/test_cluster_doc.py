@@ -24,7 +24,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests import launch
+
 ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.workflow  # Snakemake plans the workflow: make test-fast leaves it out
 PAGE = ROOT / "docs" / "cluster.md"
 BLOCK = re.compile(r"(?:<!-- test: ([\w-]+) -->\n)?```(\w*)\n(.*?)```\n", re.S)
 PLUGIN = "snakemake-executor-plugin-slurm"
@@ -66,7 +69,7 @@ def test_the_page_s_snakemake_commands_plan_the_workflow(argv: list[str], tmp_pa
             text, target = other[1], other[other.index(">") + 1]
             (tmp_path / target).write_text(text.encode().decode("unicode_escape"))
     cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), *argv[1:], "-n"]
-    res = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    res = launch.run(cmd, cwd=tmp_path, timeout=600)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     assert "Using workflow specific profile profiles/slurm" in res.stderr
     assert not (tmp_path / "results").exists()  # a dry run writes nothing

@@ -20,9 +20,11 @@ import pandas as pd
 import pytest
 import yaml
 
+from tests import launch
 from tests.test_workflow_full_catalog import CONFIG as FULL_CATALOG_CONFIG
 
 ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.workflow  # Snakemake plans the workflow: make test-fast leaves it out
 # the generated dataset of the full-catalog test, smaller: 60 items
 MINI = copy.deepcopy(FULL_CATALOG_CONFIG["datasets"]["mini"])
 MINI["synthetic"]["scale"] = 120
@@ -57,8 +59,7 @@ def snakemake(folder: Path, cfg: dict, *args: str) -> subprocess.CompletedProces
     path.write_text(yaml.safe_dump(cfg, sort_keys=False))
     cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "--configfile",
            str(path), "--directory", str(folder), "--cores", "1", *args]  # fmt: skip
-    return subprocess.run(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          text=True, timeout=600)  # fmt: skip
+    return launch.run(cmd, cwd=ROOT, merge=True, timeout=600)
 
 
 def dry_run_fails(folder: Path, cfg: dict) -> str:

@@ -34,6 +34,7 @@ def own_workflow(folder: Path) -> Path:
     return folder
 
 
+@pytest.mark.workflow
 @pytest.mark.skipif(not (Path(sys.executable).parent / "snakemake").exists(),
                     reason="snakemake is not installed: pip install -e '.[pipeline]'")  # fmt: skip
 def test_the_module_example_plans_the_whole_pipeline(tmp_path: Path) -> None:

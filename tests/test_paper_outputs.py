@@ -20,6 +20,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests import launch
+
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
 
@@ -61,8 +63,7 @@ def snakemake_cmd(d: Path, *args: str) -> list[str]:
 
 
 def snakemake(d: Path, *args: str) -> subprocess.CompletedProcess:
-    res = subprocess.run(snakemake_cmd(d, *args), cwd=ROOT, capture_output=True, text=True,
-                         timeout=900)  # fmt: skip
+    res = launch.run(snakemake_cmd(d, *args), cwd=ROOT, timeout=900)
     return res
 
 

@@ -25,6 +25,7 @@ import pandas as pd
 import pytest
 import yaml
 
+from tests import launch
 from tests.test_config_validation import MINI
 from tieaudit.dependencies import library_files
 from tieaudit.sources import source_module
@@ -113,8 +114,7 @@ def snakemake(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env["PYTHONPATH"] = str(project / "src")
     cmd = [sys.executable, "-m", "snakemake", "--configfile", "config/test.yaml", "--cores", "2",
            *args]  # fmt: skip
-    return subprocess.run(cmd, cwd=project, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          text=True, timeout=900, env=env)  # fmt: skip
+    return launch.run(cmd, cwd=project, merge=True, timeout=900, env=env)
 
 
 def files(text: str) -> tuple[str, ...]:

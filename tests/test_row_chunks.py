@@ -17,6 +17,7 @@ from tests.test_reruns import conditional_rules, dry_run_jobs, rule_scripts
 from tieaudit.dependencies import library_files
 
 ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.workflow  # Snakemake plans the workflow: make test-fast leaves it out
 PARTITIONED = ("score", "full_scores", "evaluate")
 
 

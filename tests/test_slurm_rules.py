@@ -11,12 +11,15 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import pytest
+
 import yaml
 
 from tests.conftest import rule_facts
 from tests.test_config_validation import BASE
 
 ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.workflow  # Snakemake plans the workflow: make test-fast leaves it out
 SCRIPT = ROOT / "tests" / "slurm" / "run_slurm_test.sh"
 
 # Snakemake's Workflow.is_local says True for every rule of a local run, so its test for a remote

@@ -45,7 +45,7 @@ def library_files(
     ``package_dir`` defaults to this installed package; a workflow passes the copy it tracks.
     A script that cannot be parsed raises ``SyntaxError`` naming it.
     """
-    closure = _Closure(Path(package_dir))
+    closure = _closure(Path(package_dir))
     return sorted(closure.files(scripts, [r for m in modules for r in closure.resolve(m)]))
 
 
@@ -173,12 +173,28 @@ def _attribute_chains(tree: ast.Module, package: str | None = None) -> Iterator[
             yield ".".join([bound[value.id], *reversed(attrs)])
 
 
+def _closure(package_dir: Path) -> _Closure:
+    """The :class:`_Closure` of ``package_dir``, shared by the calls that see the same version
+    of every file in it (a workflow asks once per step: the modules' imports are then resolved
+    once, not once per step)."""
+    root = package_dir.resolve()
+    stamp = tuple((str(p), p.stat().st_mtime_ns) for p in sorted(root.rglob("*.py")))
+    return _closure_of(root, stamp)
+
+
+@cache
+def _closure_of(root: Path, stamp: tuple[tuple[str, int], ...]) -> _Closure:
+    return _Closure(root)
+
+
 class _Closure:
     """The import closure inside the package at ``package_dir``."""
 
     def __init__(self, package_dir: Path) -> None:
         self.root = package_dir
         self.package = package_dir.resolve().name
+        self._files: dict[str, Path | None] = {}
+        self._direct: dict[tuple[Path, str | None], set[str]] = {}
 
     def module_name(self, path: Path) -> str:
         """The dotted name of the package file ``path``."""
@@ -187,6 +203,11 @@ class _Closure:
 
     def module_file(self, module: str) -> Path | None:
         """The file of ``module`` (``tieaudit.x.y``) inside the package, if it has one."""
+        if module not in self._files:
+            self._files[module] = self._module_file(module)
+        return self._files[module]
+
+    def _module_file(self, module: str) -> Path | None:
         parts = module.split(".")
         if parts[0] != self.package:
             return None
@@ -243,8 +264,11 @@ class _Closure:
 
     def direct(self, path: Path, module: str | None) -> set[str]:
         """The package modules ``path`` (the module named ``module``, or a script) imports."""
-        names = self.named(path, module) | set(_chains_of(_parse(path), self.package))
-        return {m for name in names for m in self.resolve(name)}
+        key = (path, module)
+        if module is None or key not in self._direct:  # a script is read afresh every time
+            names = self.named(path, module) | set(_chains_of(_parse(path), self.package))
+            self._direct[key] = {m for name in names for m in self.resolve(name)}
+        return self._direct[key]
 
     def files(self, scripts: Iterable[str | Path], modules: Iterable[str] = ()) -> set[Path]:
         seen: set[str] = set()

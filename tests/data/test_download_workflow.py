@@ -15,6 +15,7 @@ import pandas as pd
 import pytest
 import yaml
 
+from tests import launch
 from tests.data.httpserver import LoopbackServer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -49,7 +50,7 @@ def snakemake(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
     cmd = [sys.executable, "-m", "snakemake", "--configfile", "config/test.yaml", "--cores", "1",
            *args]
-    return subprocess.run(cmd, cwd=project, capture_output=True, text=True, timeout=600, env=env)
+    return launch.run(cmd, cwd=project, timeout=600, env=env)
 
 
 def write(path: Path, data: bytes) -> None:

@@ -3,8 +3,8 @@
 An adapter whose library is missing is skipped with how to install it, except the light ones
 (the ``probe`` extra) under CI, where ``make test`` installs them: there a missing one fails. The
 torch adapters (marker ``torch``) and those that compile for a minute in every process (marker
-``jit``) run by ``make test-adapters``; ``make test`` checks the latter's rules in the demo's
-evaluator table. The libraries no extra installs run in ``make census``, each in its own
+``jit``) run by ``make test-adapters`` only (the suite's demo run leaves the latter out of its
+evaluator table, ``tests.conftest.demo_evaluators``). The libraries no extra installs run in ``make census``, each in its own
 environment (:mod:`tieaudit.probe.census`).
 """
 
@@ -56,7 +56,7 @@ EXPECTED = {
 }
 TORCH = {"torchmetrics", "recbole"}
 # numba compiles ranx's typed dictionaries in every process, cache or not (about a minute of CPU):
-# make test checks this rule once, through the demo's evaluator table (tests/test_workflow.py)
+# make test-adapters probes them
 JIT = {"ranx"}
 VARIANT = {"recsys_metrics"}  # unknown, and not row-order invariant either
 

@@ -6,7 +6,11 @@ from __future__ import annotations
 import copy
 from pathlib import Path
 
+import pytest
+
 from tests.test_config_validation import BASE, dry_run_fails, snakemake
+
+pytestmark = pytest.mark.workflow  # Snakemake plans the workflow: make test-fast leaves it out
 
 
 def test_every_broken_source_key_is_named_at_once(tmp_path: Path) -> None:
