@@ -20,7 +20,7 @@ from tieaudit import CandidateTable, evaluate
 from tieaudit.audit import AUDIT_FILES, AuditRows, audit, permute_within_rows
 from tieaudit.candidates import as_table
 from tieaudit.io import write_table
-from tieaudit.partition import part_bounds, placed, row_part
+from tieaudit.partition import part_bounds, row_part
 from tieaudit.testing import candidate_frames, cut_points, summary_frames
 from tieaudit.ties import structure_type
 
@@ -165,13 +165,3 @@ def test_merge_refuses_parts_of_different_audits(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"values\.parquet: not an audit part"):
         AuditRows.read(path)
 
-
-def test_placed_gives_a_part_its_lines_place(tmp_path: Path) -> None:
-    frame = tie_frame(10)
-    paths = []
-    for i in range(3):
-        paths.append(tmp_path / f"scores.{i}.parquet")
-        write_table(row_part(frame, i, 3), paths[-1])
-    table = placed(as_table(row_part(frame, 2, 3)), paths, 2)
-    first = len(row_part(frame, 0, 3)) + len(row_part(frame, 1, 3))
-    assert (table.line_offset, table.lines_total) == (first, len(frame))
