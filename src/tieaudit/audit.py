@@ -210,21 +210,22 @@ class InvarianceSums:
         table (``line_offset``) has its rows permuted as in the whole table."""
         moved = _no_row_moved(base)
         permuted = []
-        for ev in _permuted(base, n_permutations, seed):
+        for ev in _permuted(base, n_permutations, seed):  # one permuted evaluation at a time
             _mark_moved(base, ev, moved)
-            permuted.append(_row_values_of(ev))
+            permuted.append(_totals(_row_values_of(ev), base.rules, base.measures))
         return cls.from_values(base, _row_values_of(base), permuted, _count_moved(moved))
 
     @classmethod
     def from_values(cls, base: Evaluation | RowValues, values: _Values,
-                    permuted: Sequence[_Values], moved: dict[str, int]) -> InvarianceSums:  # fmt: skip
-        """The sums of per-row values: ``values`` unpermuted, ``permuted`` under each
-        permutation, of the rules and measures of ``base`` (an evaluation or its row values);
-        ``moved`` counts per rule the rows whose relevant items moved."""
+                    permuted: Sequence[dict[tuple[str, str], float]],
+                    moved: dict[str, int]) -> InvarianceSums:  # fmt: skip
+        """The sums of the rules and measures of ``base`` (an evaluation or its row values):
+        of the per-row ``values`` unpermuted, ``permuted`` the totals (:func:`_totals`) under
+        each permutation, ``moved`` the rows per rule whose relevant items moved."""
         ms, rs = base.measures, base.rules
         n_rows = len(values(rs[0])[ms[0]])
         return cls(tuple(map(str, ms)), tuple(map(str, rs)), n_rows, _totals(values, rs, ms),
-                   tuple(_totals(v, rs, ms) for v in permuted), moved)  # fmt: skip
+                   tuple(permuted), moved)  # fmt: skip
 
     def merge(self, other: InvarianceSums) -> InvarianceSums:
         """The sums of these rows followed by ``other``'s."""
@@ -836,7 +837,7 @@ class AuditRows:
         """The sums of these rows (:class:`AuditSums`)."""
         v = self.values
         base = functools.partial(v.values, "value")
-        permuted = [functools.partial(v.values, _permuted_kind(how))
+        permuted = [_totals(functools.partial(v.values, _permuted_kind(how)), v.rules, v.measures)
                     for how in permutation_names(self.n_permutations)]  # fmt: skip
         low, high = (base(r) for r in EXACT_RULE.spec.support or ())
         return AuditSums(self.source, self.n_seeds, merged_sums([v]),
@@ -912,8 +913,9 @@ def audit(
     :class:`AuditSums` merged in row order give the result, with no in-memory ``evaluation``.
     The shuffles draw one number per stored line from generators placed at each chunk's first
     line, so every row is permuted as in the whole table, and chunks of either kind of table
-    are audited side by side with ``jobs > 1``. One chunk gives the in-memory audit bit for bit; several agree with it to a
-    relative ``1e-12`` (sums merged in another order).
+    are audited side by side with ``jobs > 1``. One chunk gives the in-memory audit bit for
+    bit; several agree with it to a relative ``1e-12`` (sums merged in another order; the
+    pipeline's parts merge per-row numbers instead, :class:`AuditRows`, to the last bit).
     """
     ms = parse_measures(measures if measures is not None else DEFAULT_MEASURES)
     rs = parse_rules(rules if rules is not None else DEFAULT_RULES)
