@@ -1,13 +1,11 @@
 """Step: evaluate a scored candidates table under every tie rule (tidy metrics.csv), or a part
 of its rows (evaluation.row_chunks: their per-row values, merged by merge_metrics)."""
 
-from dataclasses import replace
-
 import numpy as np
 
 from tieaudit import evaluate, read_candidates
 from tieaudit.io import write_table
-from tieaudit.partition import part_bounds, part_place
+from tieaudit.partition import part_bounds, placed
 from tieaudit.partvalues import row_values
 from tieaudit.workflow import start
 
@@ -22,8 +20,7 @@ if p.part is not None:
     part, n_parts = p.part
     # this part's place in the whole table (random:SEED shuffles its stored positions), and its
     # rows' hash_mean ranks: the hash_seeds jobs rank every row of the merged table
-    offset, total = part_place(inp.parts, part)
-    table = replace(table, line_offset=offset, lines_total=total)
+    table = placed(table, inp.parts, part)
     if ranks is not None:
         first, stop = part_bounds(ranks.shape[1], n_parts)[part]
         if stop - first != table.n_rows or not np.all(table.n_positive == 1):
@@ -32,7 +29,8 @@ if p.part is not None:
                 f"part's {table.n_rows} rows (one relevant item a row expected)"
             )
         ranks = ranks[:, first:stop]
-    log.info("rows part %d of %d: lines %d.. of %d", part, n_parts, offset, total)
+    log.info("rows part %d of %d: lines %d.. of %d", part, n_parts, table.line_offset,
+             table.lines_total)  # fmt: skip
 ev = evaluate(table, p.metrics, p.rules, n_seeds=p.n_seeds, seed_ranks=ranks)
 if p.part is not None:
     write_table(row_values(ev).to_frame(), snakemake.output[0])  # noqa: F821

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from tieaudit import evaluate
 from tieaudit.candidates import as_table
 from tieaudit.io import frame_to_text, write_table
-from tieaudit.partition import part_bounds, part_place, row_part
+from tieaudit.partition import part_bounds, part_place, placed, row_part
 from tieaudit.partvalues import RowValues, merged_sums, row_values
 from tieaudit.rules import rule_kinds
 from tieaudit.testing import candidate_frames, summary_frames
@@ -147,3 +147,6 @@ def test_part_place_reads_the_parts_line_counts(tmp_path: Path) -> None:
     sizes = [len(row_part(frame, i, 3)) for i in range(3)]
     assert part_place(paths, 0) == (0, len(frame))
     assert part_place(paths, 2) == (sizes[0] + sizes[1], len(frame))
+    # a part's table placed in the whole table (what random:SEED and the audit's shuffles read)
+    table = placed(as_table(row_part(frame, 2, 3)), paths, 2)
+    assert (table.line_offset, table.lines_total) == (sizes[0] + sizes[1], len(frame))

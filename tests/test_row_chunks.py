@@ -1,7 +1,8 @@
 """evaluation.row_chunks: the DAG of a dry run (no job runs). Each partitioned step has one job
 per part, one merge job per kind of output follows, and with one part the DAG is the unsplit
 one. (That the merged files are byte-identical to one job's is checked by the end-to-end run
-of tests/test_workflow_full_catalog.py and, for the metrics, by tests/test_partition.py.)"""
+of tests/test_workflow_full_catalog.py and, for the metrics and the audit, by
+tests/test_partition.py and tests/test_audit_parts.py.)"""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from tieaudit.dependencies import library_files
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.workflow  # Snakemake plans the workflow: make test-fast leaves it out
-PARTITIONED = ("score", "full_scores", "evaluate")
+PARTITIONED = ("score", "full_scores", "evaluate", "audit")
 
 
 def dry_run(folder: Path, row_chunks: int) -> dict:
@@ -36,10 +37,11 @@ def three(tmp_path_factory: pytest.TempPathFactory) -> dict:
 
 def test_three_parts_make_three_jobs_per_step_and_one_merge(three: dict) -> None:
     counts = Counter(rule for rule, _ in three)
-    # one dataset, one scorer; evaluate runs for both settings
+    # one dataset, one scorer; evaluate and audit run for both settings
     assert (counts["score"], counts["full_scores"], counts["evaluate"]) == (3, 3, 6)
-    assert (counts["merge_scores"], counts["merge_metrics"]) == (2, 2)
-    assert (counts["hash_seeds"], counts["audit"]) == (2, 2)  # on the merged scores
+    assert counts["audit"] == 6
+    assert (counts["merge_scores"], counts["merge_metrics"], counts["merge_audit"]) == (2, 2, 2)
+    assert counts["hash_seeds"] == 2  # on the merged scores
     parts = sorted(out for (rule, outs) in three for out in outs if rule == "score")
     assert parts == [f"results/mini/sampled/popularity/parts/scores.{i}.parquet" for i in range(3)]
     merge = next(job for (rule, outs), job in three.items()
@@ -47,15 +49,24 @@ def test_three_parts_make_three_jobs_per_step_and_one_merge(three: dict) -> None
     values = [f for f in merge["input"] if "row_values" in f]
     assert values == [f"results/mini/full/popularity/parts/row_values.{i}.parquet"
                       for i in range(3)]  # fmt: skip
-    assert set(conditional_rules()) == {"merge_scores", "merge_metrics"}
+    merge = next(job for (rule, outs), job in three.items()
+                 if rule == "merge_audit" and "results/mini/full/popularity/audit/checklist.md" in outs)
+    rows = [f for f in merge["input"] if "audit_rows" in f]
+    assert rows == [f"results/mini/full/popularity/audit/parts/audit_rows.{i}.parquet"
+                    for i in range(3)]  # fmt: skip
+    part = next(job for (rule, outs), job in three.items()
+                if rule == "audit" and rows[1] in outs)  # fmt: skip
+    assert "results/mini/full/popularity/parts/scores.1.parquet" in part["input"]
+    assert set(conditional_rules()) == {"merge_scores", "merge_metrics", "merge_audit"}
 
 
 def test_one_part_is_the_unsplit_dag(tmp_path: Path, three: dict) -> None:
     one = dry_run(tmp_path, 1)
     counts = Counter(rule for rule, _ in one)
     assert not conditional_rules() & set(counts)
-    assert all(counts[r] == (2 if r == "evaluate" else 1) for r in PARTITIONED), counts
-    assert not any("parts/" in f for job in one.values() for f in job["input"])
+    # evaluate and audit run for both settings
+    assert all(counts[r] == (2 if r in ("evaluate", "audit") else 1) for r in PARTITIONED), counts
+    assert not any("/parts/" in f for job in one.values() for f in job["input"])
     outputs = {f for (_, outs) in one for f in outs}
     assert "results/mini/sampled/popularity/scores.parquet" in outputs
     # the same files at the end, whatever the number of parts
@@ -87,4 +98,4 @@ def test_a_parts_memory_follows_its_share_of_the_rows(tmp_path: Path) -> None:
     for rule in PARTITIONED:
         assert isinstance(one[rule], int) and 0 < four[rule] < one[rule], rule
     assert one["evaluate"] - four["evaluate"] > (one["evaluate"] - 400) // 2  # mostly rows
-    assert one["audit"] == four["audit"]  # not partitioned
+    assert one["audit"] - four["audit"] > (one["audit"] - 500) // 2

@@ -353,8 +353,8 @@ def test_audit_in_chunks_gives_the_in_memory_audit(chunk_rows: int) -> None:
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(frame=summary_frames(max_rows=7), chunk_rows=st.integers(1, 3), jobs=st.sampled_from([1, 2]))
 def test_summary_tables_audit_in_chunks_as_in_memory(frame, chunk_rows, jobs) -> None:
-    """A summary table's shuffles draw a varying number per row: the generators are carried
-    from chunk to chunk (in this process, whatever ``jobs``)."""
+    """A summary table's shuffles draw one number per row: each chunk's generators start at
+    its first row, with chunks audited side by side too."""
     rules = ["input_order", "expected", "item_id"]
     want = audit(frame, ["nDCG@3", "HR@2"], rules, n_permutations=3)
     got = audit(frame, ["nDCG@3", "HR@2"], rules, n_permutations=3, chunk_rows=chunk_rows,

@@ -3,10 +3,10 @@
 Runs a small generated dataset through the whole pipeline in a temporary folder and checks the
 full-catalog results, their block in the paper tables, the effect of input order under
 full-catalog ties and the invariance verdicts. The same configuration run again on one core with
-its rows split into three parts (evaluation.row_chunks: 3: scores, full-catalogue summaries and
-metrics computed per part and merged) must write byte-identical tables, candidates, scores,
-metrics and audit files (the run on two cores schedules jobs side by side, in one part; in both
-runs the hash seeds are split over two jobs and merged).
+its rows split into three parts (evaluation.row_chunks: 3: scores, full-catalogue summaries,
+metrics and audits computed per part and merged) must write byte-identical tables, candidates,
+scores, metrics and audit files (the run on two cores schedules jobs side by side, in one part;
+in both runs the hash seeds are split over two jobs and merged).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import yaml
 
 from tests.conftest import run_snakemake
 from tieaudit import read_candidates
+from tieaudit.audit import AUDIT_FILES
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
@@ -78,17 +79,21 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def tables(root: Path) -> dict[str, bytes]:
-    patterns = ("paper/*.*", "*/*/*/metrics.csv", "*/*/*/audit/*", "*/*/*/scores.parquet",
+    patterns = ("paper/*.*", "*/*/*/metrics.csv", "*/*/*/audit/*.*", "*/*/*/scores.parquet",
                 "*/candidates.parquet")  # fmt: skip
     files = [p for pat in patterns for p in sorted((root / "results").glob(pat))]
     return {str(p.relative_to(root)): p.read_bytes() for p in files}
 
 
 def test_runs_are_byte_identical_across_cores_and_row_parts(run: Path, tmp_path: Path) -> None:
-    # 77 jobs on one core (the 2-core run has 41): 9-13 minutes measured on the shared machine
+    # every partitioned step three times over, and a merge of each, on one core
     one_core = run_config(tmp_path / "cores1", cores=1, row_chunks=3, timeout=1500)
     assert (one_core / "results/mini/full/popularity/parts/scores.2.parquet").is_file()
+    assert (one_core / "results/mini/full/popularity/audit/parts/audit_rows.2.parquet").is_file()
     a, b = tables(run), tables(one_core)
+    # the audit's files of every result are compared (merged from three parts in one run)
+    audits = [k for k in a if "/audit/" in k]
+    assert len(audits) == 2 * len(SCORERS) * len(AUDIT_FILES), audits
     # the results page shows the configuration: the one line that differs
     page = "results/paper/index.html"
     b[page] = b[page].replace(b"row_chunks: 3", b"row_chunks: 1", 1)

@@ -40,17 +40,23 @@ from __future__ import annotations
 
 import functools
 import itertools
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, fields
+import json
+import os
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from ._parquet import read_table
 from .candidates import CandidateError, CandidateTable, as_table
 from .evaluate import DEFAULT_SEEDS, EXACT_RULE, Evaluation, evaluate
+from .io import frame_to_text, write_table
 from .measures import DEFAULT_MEASURES, Measure, parse_measure, parse_measures
+from .partvalues import RowValues, concatenated, merged_sums, row_values
 from .rules import DEFAULT_RULES, Result, TieRule, parse_rules
 from .stream import Progress, check_options, chunk_table, map_chunks, open_chunks
 from .sums import Sums
@@ -59,6 +65,7 @@ from .ties import storage_shares, structure_type
 __all__ = [
     "AuditResult",
     "AuditSums",
+    "AuditRows",
     "InvarianceSums",
     "DiagnosticSums",
     "audit",
@@ -72,12 +79,15 @@ __all__ = [
     "permutation_names",
     "INVARIANCE_COLUMNS",
     "DIAGNOSTIC_COLUMNS",
+    "AUDIT_FILES",
 ]
 
 INVARIANCE_COLUMNS = (
     "rule", "metric", "max_abs_change", "share_rows_moved", "invariant", "n_permutations",
 )  # fmt: skip
 DIAGNOSTIC_COLUMNS = ("diagnostic", "key", "value")
+#: The files an audit writes (:meth:`AuditResult.files`).
+AUDIT_FILES = ("invariance.csv", "diagnostics.csv", "checklist.md")
 DEFAULT_PERMUTATIONS = 5
 
 
@@ -101,7 +111,9 @@ def permute_within_rows(table: CandidateTable, how: str, seed: int = 0,
     which no permutation changes. (Each kind of table permutes itself:
     :meth:`tieaudit.ties.TieStructure.permute`.) ``rng``, when given, is the generator a
     ``shuffle:P`` draws from instead (a chunk of a larger table:
-    :meth:`tieaudit.ties.TieStructure.shuffle_rng`).
+    :meth:`tieaudit.ties.TieStructure.shuffle_rng`). Either kind of table draws one number per
+    stored line (a summary table's ``p`` is that number scaled to ``0 .. t - 1``), so a chunk of
+    rows is permuted as in the whole table from the generator placed at its first line.
     """
     return structure_type(table).permute(table, how, seed, rng)
 
@@ -129,12 +141,61 @@ def invariance(
     return InvarianceSums.of(base, n_permutations, seed).frame()
 
 
+#: Per-row values by rule: an evaluation's (:func:`_row_values_of`) or a part's columns
+#: (:meth:`tieaudit.partvalues.RowValues.bound`).
+_Values = Callable[[TieRule | str], dict[Measure, np.ndarray]]
+
+
+def _row_values_of(ev: Evaluation) -> _Values:
+    """The per-row values of any rule of ``ev`` (computed on demand when not evaluated)."""
+    return lambda rule: ev.result(rule).values
+
+
+def _totals(values: _Values, rules: Sequence[TieRule | str],
+            measures: Sequence[Measure]) -> dict[tuple[str, str], float]:  # fmt: skip
+    """The sum over rows of each rule's and measure's per-row values: the one summation of the
+    audit's totals, so an audit of all rows and the merge of its parts' values agree bit for bit."""
+    return {(str(r), str(m)): float(values(r)[m].sum()) for r in rules for m in measures}
+
+
+def _permuted(base: Evaluation, n_permutations: int, seed: int) -> Iterator[Evaluation]:
+    """The evaluation of ``base``'s table under each permutation (:func:`permutation_names`
+    order), one at a time; the shuffles draw from generators placed at the table's first line
+    in the whole table (``line_offset``)."""
+    table = base.table
+    kind = structure_type(table)
+    for how in permutation_names(n_permutations):
+        rng = None
+        if how.startswith("shuffle:"):
+            rng = kind.shuffle_rng(seed, int(how.split(":", 1)[1]), table.line_offset)
+        yield evaluate(permute_within_rows(table, how, seed, rng), base.measures, base.rules,
+                       n_seeds=base.n_seeds, rank_cap=None)  # fmt: skip
+
+
+def _no_row_moved(base: Evaluation) -> dict[str, np.ndarray]:
+    return {str(r): np.zeros(base.table.n_rows, dtype=bool) for r in base.rules}
+
+
+def _mark_moved(base: Evaluation, ev: Evaluation, moved: dict[str, np.ndarray]) -> None:
+    """Flag, per rule, the rows whose relevant items moved in ``ev`` (a permutation of
+    ``base``'s table)."""
+    for r in base.rules:
+        a, b = base[r], ev[r]
+        items_moved = np.any(a.signature(base.structure) != b.signature(ev.structure), axis=0)
+        moved[str(r)][base.structure.rel_row[items_moved]] = True
+
+
+def _count_moved(moved: dict[str, np.ndarray]) -> dict[str, int]:
+    return {r: int(v.sum()) for r, v in moved.items()}
+
+
 @dataclass(frozen=True)
 class InvarianceSums:
     """The sums over rows :func:`invariance` is made of: per rule and measure the sum of the
     per-row values unpermuted (``base``) and under each permutation (``permuted``, in
     :func:`permutation_names` order), and per rule the rows whose relevant items moved under
-    any permutation. Consecutive chunks of rows merge with :meth:`merge`."""
+    any permutation. Consecutive chunks of rows merge with :meth:`merge` (in another
+    summation order) or, to the last bit, through their per-row values (:class:`AuditRows`)."""
 
     measures: tuple[str, ...]
     rules: tuple[str, ...]
@@ -144,38 +205,27 @@ class InvarianceSums:
     moved: dict[str, int]
 
     @classmethod
-    def of(cls, base: Evaluation, n_permutations: int, seed: int, offset: int = 0,
-           chain: dict[int, np.random.Generator] | None = None) -> InvarianceSums:  # fmt: skip
-        """The sums of ``base``'s table (evaluated with ``rank_cap=None``), whose first line is
-        line ``offset`` of the whole input; ``chain`` carries the shuffles' generators from one
-        chunk to the next where they cannot be placed at ``offset`` (see
-        :meth:`tieaudit.ties.TieStructure.shuffle_rng`)."""
-        table, ms, rs = base.table, base.measures, base.rules
-        kind = structure_type(table)
-        totals = [{(str(r), str(m)): float(base[r].values[m].sum()) for r in rs for m in ms}]
-        moved = {str(r): np.zeros(table.n_rows, dtype=bool) for r in rs}
-        for how in permutation_names(n_permutations):
-            rng = None
-            if how.startswith("shuffle:"):
-                p = int(how.split(":", 1)[1])
-                rng = kind.shuffle_rng(seed, p, offset)
-                if rng is None:
-                    if chain is None or p not in chain:
-                        raise ValueError(f"{table.source}: the shuffles of a chunk after the first "
-                                         "need the generators the chunk before left")  # fmt: skip
-                    rng = chain[p]
-                if chain is not None:
-                    chain[p] = rng
-            ev = evaluate(permute_within_rows(table, how, seed, rng), ms, rs,
-                          n_seeds=base.n_seeds, rank_cap=None)  # fmt: skip
-            for r in rs:
-                a, b = base[r], ev[r]
-                items_moved = np.any(a.signature(base.structure) != b.signature(ev.structure),
-                                     axis=0)  # fmt: skip
-                moved[str(r)][base.structure.rel_row[items_moved]] = True
-            totals.append({(str(r), str(m)): float(ev[r].values[m].sum()) for r in rs for m in ms})
-        return cls(tuple(map(str, ms)), tuple(map(str, rs)), table.n_rows, totals[0],
-                   tuple(totals[1:]), {r: int(v.sum()) for r, v in moved.items()})  # fmt: skip
+    def of(cls, base: Evaluation, n_permutations: int, seed: int) -> InvarianceSums:
+        """The sums of ``base``'s table (evaluated with ``rank_cap=None``); a chunk of a larger
+        table (``line_offset``) has its rows permuted as in the whole table."""
+        moved = _no_row_moved(base)
+        permuted = []
+        for ev in _permuted(base, n_permutations, seed):  # one permuted evaluation at a time
+            _mark_moved(base, ev, moved)
+            permuted.append(_totals(_row_values_of(ev), base.rules, base.measures))
+        return cls.from_values(base, _row_values_of(base), permuted, _count_moved(moved))
+
+    @classmethod
+    def from_values(cls, base: Evaluation | RowValues, values: _Values,
+                    permuted: Sequence[dict[tuple[str, str], float]],
+                    moved: dict[str, int]) -> InvarianceSums:  # fmt: skip
+        """The sums of the rules and measures of ``base`` (an evaluation or its row values):
+        of the per-row ``values`` unpermuted, ``permuted`` the totals (:func:`_totals`) under
+        each permutation, ``moved`` the rows per rule whose relevant items moved."""
+        ms, rs = base.measures, base.rules
+        n_rows = len(values(rs[0])[ms[0]])
+        return cls(tuple(map(str, ms)), tuple(map(str, rs)), n_rows, _totals(values, rs, ms),
+                   tuple(permuted), moved)  # fmt: skip
 
     def merge(self, other: InvarianceSums) -> InvarianceSums:
         """The sums of these rows followed by ``other``'s."""
@@ -270,6 +320,12 @@ def tie_diagnostics(ev: Evaluation, users_with_history: Iterable[str] | None = N
     return DiagnosticSums.of(ev, users_with_history).finish()
 
 
+def _gaps(low: dict[Measure, np.ndarray], high: dict[Measure, np.ndarray],
+          measures: Sequence[Measure]) -> dict[Measure, float]:  # fmt: skip
+    """The sum over rows of each measure's optimistic - pessimistic difference."""
+    return {m: float((high[m] - low[m]).sum()) for m in measures}
+
+
 def _share(count: float, among: int) -> float:
     return count / among if among else 0.0
 
@@ -347,7 +403,7 @@ class DiagnosticSums:
             rows_several=int((n_pos > 1).sum()),
             rows_none=int((n_pos == 0).sum()),
             straddles=straddles,
-            gap={m: float((high[m] - low[m]).sum()) for m in ev.measures},
+            gap=_gaps(low, high, ev.measures),
             tie_sizes={int(s): int(c) for s, c in zip(sizes, counts, strict=True)},
             cold=cold,
         )
@@ -480,8 +536,7 @@ class Overview:
 
 def bound_totals(ev: Evaluation) -> dict[tuple[str, str], float]:
     """Sums over rows of the expectation and its bounds (:class:`Overview`)."""
-    return {(str(r), str(m)): float(ev.result(r).values[m].sum())
-            for r in _bound_rules() for m in ev.measures}  # fmt: skip
+    return _totals(_row_values_of(ev), _bound_rules(), ev.measures)
 
 
 def _checklist(
@@ -659,6 +714,11 @@ class AuditResult:
     summary: pd.DataFrame | None = None
     n_chunks: int = 1
 
+    def files(self) -> dict[str, str]:
+        """The text of each of :data:`AUDIT_FILES`, by name."""
+        texts = (frame_to_text(self.invariance), frame_to_text(self.diagnostics), self.checklist)
+        return dict(zip(AUDIT_FILES, texts, strict=True))
+
 
 @dataclass(frozen=True)
 class AuditSums:
@@ -676,12 +736,11 @@ class AuditSums:
 
     @classmethod
     def of(cls, ev: Evaluation, n_permutations: int, seed: int,
-           users_with_history: Iterable[str] | None = None, offset: int = 0,
-           chain: dict[int, np.random.Generator] | None = None) -> AuditSums:  # fmt: skip
-        """The sums of ``ev``'s rows (evaluated with ``rank_cap=None``); ``offset`` and
-        ``chain`` as :meth:`InvarianceSums.of` takes them."""
+           users_with_history: Iterable[str] | None = None) -> AuditSums:  # fmt: skip
+        """The sums of ``ev``'s rows (evaluated with ``rank_cap=None``; a chunk of a larger
+        table as :meth:`InvarianceSums.of` takes it)."""
         return cls(ev.table.source, ev.n_seeds, ev.sums(), bound_totals(ev),
-                   InvarianceSums.of(ev, n_permutations, seed, offset, chain),
+                   InvarianceSums.of(ev, n_permutations, seed),
                    DiagnosticSums.of(ev, users_with_history))  # fmt: skip
 
     def merge(self, other: AuditSums) -> AuditSums:
@@ -716,6 +775,114 @@ class AuditSums:
         return AuditResult(evaluation, inv, diag.to_frame(), text, diag, summary, n_chunks)
 
 
+#: The key of a part's counts in its Parquet file's metadata (:meth:`AuditRows.write`).
+_COUNTS_KEY = "tieaudit.audit_counts"
+
+
+@dataclass(eq=False)
+class AuditRows:
+    """An audit of some rows kept as per-row numbers: the pipeline's parts of rows
+    (``evaluation.row_chunks``), merged to the last bit.
+
+    ``values`` holds the evaluation's per-row numbers (:func:`tieaudit.partvalues.row_values`),
+    the expectation's and its bounds' (kind ``value``, whichever rules were run) and every
+    rule's under each permutation (kind ``permuted:NAME``, :func:`permutation_names`); beside
+    them the numbers that are exact whatever the order they are added in: per rule the rows
+    whose relevant items moved, and the diagnostics' counts (:class:`DiagnosticSums`; its float
+    ``gap`` is summed from ``values`` by :meth:`sums`). The parts of consecutive rows
+    concatenated (:meth:`concat`) give in :meth:`sums` what :meth:`AuditSums.of` gives for one
+    audit of all of them, to the last bit: the same per-row numbers summed in the same order by
+    the same functions. Each part's shuffles start at its first line (``line_offset``).
+    """
+
+    source: str
+    n_seeds: int
+    n_permutations: int
+    values: RowValues
+    moved: dict[str, int]
+    diagnostics: DiagnosticSums
+
+    @classmethod
+    def of(cls, ev: Evaluation, n_permutations: int, seed: int,
+           users_with_history: Iterable[str] | None = None) -> AuditRows:  # fmt: skip
+        """The per-row numbers of ``ev``'s rows (evaluated with ``rank_cap=None``)."""
+        values = row_values(ev)
+        for rule in _bound_rules():
+            values.add("value", rule, ev.result(rule).values)
+        moved = _no_row_moved(ev)
+        for how, perm in zip(permutation_names(n_permutations),
+                             _permuted(ev, n_permutations, seed), strict=True):  # fmt: skip
+            _mark_moved(ev, perm, moved)
+            for rule in ev.rules:
+                values.add(_permuted_kind(how), rule, perm[rule].values)
+        return cls(ev.table.source, ev.n_seeds, n_permutations, values, _count_moved(moved),
+                   DiagnosticSums.of(ev, users_with_history))  # fmt: skip
+
+    @classmethod
+    def concat(cls, parts: Sequence[AuditRows]) -> AuditRows:
+        """The rows of ``parts`` taken in order (parts of one audit: same rules, measures,
+        seeds and permutations)."""
+        if not parts:
+            raise ValueError("nothing to merge: no part of rows")
+        first = parts[0]
+        if any((p.n_seeds, p.n_permutations) != (first.n_seeds, first.n_permutations)
+               for p in parts):  # fmt: skip
+            raise ValueError("cannot merge parts audited with different seeds or permutations")
+        return cls(first.source, first.n_seeds, first.n_permutations,
+                   concatenated([p.values for p in parts]),
+                   {r: sum(p.moved[r] for p in parts) for r in first.moved},
+                   functools.reduce(DiagnosticSums.merge, [p.diagnostics for p in parts]))  # fmt: skip
+
+    def sums(self) -> AuditSums:
+        """The sums of these rows (:class:`AuditSums`)."""
+        v = self.values
+        base = functools.partial(v.values, "value")
+        permuted = [_totals(functools.partial(v.values, _permuted_kind(how)), v.rules, v.measures)
+                    for how in permutation_names(self.n_permutations)]  # fmt: skip
+        low, high = (base(r) for r in EXACT_RULE.spec.support or ())
+        return AuditSums(self.source, self.n_seeds, merged_sums([v]),
+                         _totals(base, _bound_rules(), v.measures),
+                         InvarianceSums.from_values(v, base, permuted, self.moved),
+                         replace(self.diagnostics, gap=_gaps(low, high, v.measures)))  # fmt: skip
+
+    def write(self, path: str | os.PathLike[str]) -> Path:
+        """Write the per-row numbers as a Parquet table (:meth:`RowValues.to_frame`), the rest
+        in its metadata as JSON (atomically)."""
+        d = self.diagnostics
+        counts = {f.name: getattr(d, f.name) for f in fields(d)}
+        counts.update(straddles=list(d.straddles.items()), tie_sizes=list(d.tie_sizes.items()),
+                      gap={str(m): v for m, v in d.gap.items()})  # fmt: skip
+        meta = {"source": self.source, "n_seeds": self.n_seeds,
+                "n_permutations": self.n_permutations, "rules": list(map(str, self.values.rules)),
+                "measures": list(map(str, self.values.measures)), "moved": self.moved,
+                "diagnostics": counts}  # fmt: skip
+        return write_table(self.values.to_frame(), path, metadata={_COUNTS_KEY: json.dumps(meta)})
+
+    @classmethod
+    def read(cls, path: str | os.PathLike[str]) -> AuditRows:
+        """The part :meth:`write` wrote at ``path``."""
+        table = read_table(path)
+        raw = (table.schema.metadata or {}).get(_COUNTS_KEY.encode())
+        if raw is None:
+            raise ValueError(f"{path}: not an audit part (no {_COUNTS_KEY} in its metadata)")
+        meta = json.loads(raw)
+        c = meta["diagnostics"]
+        diagnostics = DiagnosticSums(**{
+            **c, "modal": tuple(c["modal"]), "storage": tuple(c["storage"]),
+            "straddles": {int(k): n for k, n in c["straddles"]},
+            "tie_sizes": {int(k): n for k, n in c["tie_sizes"]},
+            "gap": {parse_measure(m): v for m, v in c["gap"].items()},
+        })  # fmt: skip
+        values = RowValues.from_frame(table.to_pandas(), meta["rules"], meta["measures"])
+        return cls(meta["source"], meta["n_seeds"], meta["n_permutations"], values,
+                   meta["moved"], diagnostics)  # fmt: skip
+
+
+def _permuted_kind(how: str) -> str:
+    """The kind of the per-row values under permutation ``how`` (:meth:`RowValues.add`)."""
+    return f"permuted:{how}"
+
+
 def audit(
     data: CandidateTable | pd.DataFrame | str | object,
     measures: Iterable[str | Measure] | None = None,
@@ -745,10 +912,10 @@ def audit(
     audit takes :data:`AUDIT_SHARE` times an evaluation's memory per line): the chunks'
     :class:`AuditSums` merged in row order give the result, with no in-memory ``evaluation``.
     The shuffles draw one number per stored line from generators placed at each chunk's first
-    line, so every row is permuted as in the whole table; a summary table draws a varying
-    number per row, so its chunks are audited one after another in this process whatever
-    ``jobs``. One chunk gives the in-memory audit bit for bit; several agree with it to a
-    relative ``1e-12`` (sums merged in another order).
+    line, so every row is permuted as in the whole table, and chunks of either kind of table
+    are audited side by side with ``jobs > 1``. One chunk gives the in-memory audit bit for
+    bit; several agree with it to a relative ``1e-12`` (sums merged in another order; the
+    pipeline's parts merge per-row numbers instead, :class:`AuditRows`, to the last bit).
     """
     ms = parse_measures(measures if measures is not None else DEFAULT_MEASURES)
     rs = parse_rules(rules if rules is not None else DEFAULT_RULES)
@@ -781,13 +948,11 @@ class _AuditTask:
 
 
 def _audit_chunk(task: _AuditTask, chunk: pa.Table | CandidateTable, name: str, where: Any,
-                 place: tuple[int, int | None] = (0, None),
-                 chain: dict[int, Any] | None = None) -> AuditSums:  # fmt: skip
-    """The audit sums of one chunk; ``chain``: the shuffles' generators carried from chunk to
-    chunk in this process (:meth:`InvarianceSums.of`)."""
+                 place: tuple[int, int | None] = (0, None)) -> AuditSums:  # fmt: skip
+    """The audit sums of one chunk, its rows permuted as in the whole table."""
     table = chunk_table(chunk, name, where, place)
     ev = evaluate(table, task.measures, task.rules, n_seeds=task.n_seeds, rank_cap=None)
-    return AuditSums.of(ev, task.n_permutations, task.seed, task.users, place[0], chain)
+    return AuditSums.of(ev, task.n_permutations, task.seed, task.users)
 
 
 def _audit_in_chunks(data: object, task: _AuditTask, finish: dict[str, Any],
@@ -801,9 +966,6 @@ def _audit_in_chunks(data: object, task: _AuditTask, finish: dict[str, Any],
     first = next(chunks, None)
     if first is None:
         raise CandidateError(f"{source.name}: no candidates (the table is empty)")
-    if "n_tied" in first[0].column_names:  # a summary table: the shuffles are drawn in turn
-        jobs = 1
-    chain: dict[int, Any] = {}
     parts: list[AuditSums] = []
     bar = Progress(source.n_lines, "audit", enabled=progress)
 
@@ -811,8 +973,7 @@ def _audit_in_chunks(data: object, task: _AuditTask, finish: dict[str, Any],
         parts.append(part)
         bar.update(lines)
 
-    items = (((chunk, source.name, source.where(offset), (offset, source.n_lines),
-               *((chain,) if jobs == 1 else ())), chunk.num_rows)
+    items = (((chunk, source.name, source.where(offset), (offset, source.n_lines)), chunk.num_rows)
              for chunk, offset in itertools.chain([first], chunks))  # fmt: skip
     try:
         map_chunks(_audit_chunk, task, items, jobs, keep)

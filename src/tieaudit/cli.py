@@ -10,7 +10,7 @@ from pathlib import Path
 
 from . import __version__
 from ._numbers import parse_integer
-from .audit import DEFAULT_PERMUTATIONS, audit
+from .audit import AUDIT_FILES, DEFAULT_PERMUTATIONS, audit
 from .candidates import (
     COUNT_COLUMNS,
     REQUIRED_COLUMNS,
@@ -29,8 +29,6 @@ from .trec import read_trec
 
 _DEFAULT_METRICS = [str(m) for m in DEFAULT_MEASURES]
 _DEFAULT_RULES = [str(r) for r in DEFAULT_RULES]
-#: The files ``tieaudit audit`` writes into --out-dir.
-AUDIT_FILES = ("invariance.csv", "diagnostics.csv", "checklist.md")
 
 _INPUT_HELP = f"""\
 FILE is a candidates table, CSV (.csv, .csv.gz) or Parquet (.parquet, .pq), one line per
@@ -489,8 +487,7 @@ def _audit(args: argparse.Namespace) -> int:
         jobs=args.jobs, progress=True, **({"headline": headline} if headline is not None else {}),
     )  # fmt: skip
     _chunks_note("audited", res.n_chunks, args)
-    texts = [frame_to_text(res.invariance), frame_to_text(res.diagnostics), res.checklist]
-    atomic_write_many(dict(zip(targets, texts, strict=True)))
+    atomic_write_many({out / name: text for name, text in res.files().items()})
     verdicts = res.invariance.drop_duplicates("rule")
     for rec in verdicts.itertuples(index=False):
         mark = "invariant" if rec.invariant == "yes" else "NOT invariant"

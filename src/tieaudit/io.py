@@ -80,20 +80,26 @@ def frame_to_markdown(frame: pd.DataFrame, float_format: str = "{:.4f}") -> str:
     return "\n".join([head, rule, *body]) + "\n"
 
 
-def write_table(frame: pd.DataFrame, path: str | os.PathLike[str], fmt: str | None = None) -> Path:
+def write_table(frame: pd.DataFrame, path: str | os.PathLike[str], fmt: str | None = None,
+                metadata: dict[str, str] | None = None) -> Path:  # fmt: skip
     """Write ``frame`` atomically; the format follows ``fmt`` or the extension (.csv, .json,
     .parquet, .md). Parquet carries page checksums and a footer digest, checked by
-    :func:`tieaudit._parquet.read_parquet` and the other readers there."""
+    :func:`tieaudit._parquet.read_parquet` and the other readers there, and ``metadata`` (text
+    by key) in its schema's metadata."""
     dest = Path(path)
     fmt = fmt or {".json": "json", ".parquet": "parquet", ".md": "markdown"}.get(
         dest.suffix.lower(), "csv"
     )
+    if metadata and fmt != "parquet":
+        raise ValueError(f"{dest}: only a Parquet file keeps metadata, not {fmt}")
     if fmt == "parquet":  # with page checksums and a footer digest (tieaudit._parquet)
         import pyarrow as pa
 
         from ._parquet import write_table as write_parquet
 
         table = pa.Table.from_pandas(frame, preserve_index=False)
+        if metadata:
+            table = table.replace_schema_metadata({**(table.schema.metadata or {}), **metadata})
         with atomic_path(dest) as tmp:
             write_parquet(table, tmp)
         return dest

@@ -17,13 +17,17 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from dataclasses import replace
+from typing import TypeVar
 
 import numpy as np
 import pandas as pd
 
 from ._parquet import parquet_file
 
-__all__ = ["part_bounds", "row_part", "part_place"]
+__all__ = ["part_bounds", "row_part", "part_place", "placed"]
+
+T = TypeVar("T")
 
 
 def part_bounds(n_rows: int, n_parts: int) -> list[tuple[int, int]]:
@@ -63,3 +67,12 @@ def part_place(paths: Sequence[str | os.PathLike[str]], part: int) -> tuple[int,
     (every part, in order) make together, and that table's number of lines (from the footers)."""
     lines = [parquet_file(p).metadata.num_rows for p in paths]
     return sum(lines[:part]), sum(lines)
+
+
+def placed(table: T, paths: Sequence[str | os.PathLike[str]], part: int) -> T:
+    """``table`` (a :class:`tieaudit.candidates.CandidateTable`), part ``part`` of the stored
+    table the Parquet files ``paths`` make, placed in it (``line_offset``, ``lines_total``):
+    what depends on every line of the whole table (``random:SEED``, the audit's shuffles) takes
+    its lines' places there."""
+    offset, total = part_place(paths, part)
+    return replace(table, line_offset=offset, lines_total=total)  # type: ignore[type-var]

@@ -5,6 +5,7 @@
 parts (:mod:`tieaudit.partition`) taken in order. Merging per-row numbers rather than per-part
 sums (:meth:`tieaudit.sums.Sums.merge`, exact to about ``1e-15`` only) keeps the summation order
 of the unsplit evaluation, so the summary is the same to the last bit for any number of parts.
+The audit's parts keep more per-row numbers in the same form (:class:`tieaudit.audit.AuditRows`).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from .rules import Result, TieRule, parse_rules
 from .sums import Sums
 from .values import row_values as _row_values
 
-__all__ = ["row_values", "merged_sums", "RowValues"]
+__all__ = ["row_values", "merged_sums", "concatenated", "RowValues"]
 
 
 @dataclass(frozen=True)
@@ -55,8 +56,19 @@ class RowValues:
         )  # fmt: skip
 
     def bound(self, rule: TieRule | str) -> dict[Measure, np.ndarray]:
-        name = str(rule)
-        return {m: self.columns[_key("value", name, m)] for m in self.measures}
+        return self.values("value", rule)
+
+    def values(self, kind: str, rule: TieRule | str) -> dict[Measure, np.ndarray]:
+        """Each measure's per-row numbers of ``kind`` (``value``, ``variance``, or another kind
+        :meth:`add` added) under ``rule``."""
+        return {m: self.columns[_key(kind, rule, m)] for m in self.measures}
+
+    def add(self, kind: str, rule: TieRule | str, values: dict[Measure, np.ndarray]) -> None:
+        """Keep each measure's per-row ``values`` of ``kind`` under ``rule`` (read back by
+        :meth:`values`; ``kind`` must not be ``seeds``, the one kind with a line per seed)."""
+        if kind == "seeds":
+            raise ValueError("per-seed values are kept by row_values only")
+        self.columns.update({_key(kind, rule, m): values[m] for m in self.measures})
 
     def to_frame(self) -> pd.DataFrame:
         """One column per number (``kind|rule|metric``; ``seeds|rule|metric|s`` for seed ``s``),
@@ -116,10 +128,8 @@ def row_values(ev: Evaluation) -> RowValues:
     return RowValues(list(ev.rules), list(ev.measures), columns)
 
 
-def merged_sums(parts: Sequence[RowValues]) -> Sums:
-    """The sums over the rows of ``parts`` taken in order: those of one evaluation of all of
-    them, to the last bit (the per-row numbers are concatenated, then summed as
-    :func:`tieaudit.evaluate` sums them)."""
+def concatenated(parts: Sequence[RowValues]) -> RowValues:
+    """The per-row numbers of the rows of ``parts`` taken in order."""
     if not parts:
         raise ValueError("nothing to merge: no part of rows")
     first = parts[0]
@@ -130,4 +140,11 @@ def merged_sums(parts: Sequence[RowValues]) -> Sums:
     columns = {
         k: np.concatenate([p.columns[k] for p in parts], axis=-1) for k in first.columns
     }
-    return Sums.from_evaluation(RowValues(first.rules, first.measures, columns))  # type: ignore[arg-type]
+    return RowValues(first.rules, first.measures, columns)
+
+
+def merged_sums(parts: Sequence[RowValues]) -> Sums:
+    """The sums over the rows of ``parts`` taken in order: those of one evaluation of all of
+    them, to the last bit (the per-row numbers are concatenated, then summed as
+    :func:`tieaudit.evaluate` sums them)."""
+    return Sums.from_evaluation(concatenated(parts))  # type: ignore[arg-type]

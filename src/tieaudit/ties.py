@@ -125,12 +125,14 @@ class TieStructure(Memo):
         raise NotImplementedError
 
     @staticmethod
-    def shuffle_rng(seed: int, p: int, offset: int = 0) -> np.random.Generator | None:
+    def shuffle_rng(seed: int, p: int, offset: int = 0) -> np.random.Generator:
         """The generator ``shuffle:P`` of :meth:`permute` draws from for a table whose first line
-        is line ``offset`` of a larger table (a chunk of it), placed where the draws of the lines
-        before it end; ``None`` when that place is only known by drawing for those lines (the
-        generator the chunk before left is then passed on)."""
-        raise NotImplementedError
+        is line ``offset`` of a larger table (a chunk or a part of it): every kind of table draws
+        one number per stored line, so the generator is advanced by ``offset`` draws and each
+        chunk's lines get the numbers they get in the whole table."""
+        rng = make_rng(seed, "audit-shuffle", p)
+        rng.bit_generator.advance(offset)
+        return rng
 
     def storage_counts(self) -> tuple[int, int, int, str]:
         """Where the relevant item is stored, as counts: the rows with it first and last, the
@@ -252,13 +254,6 @@ class StoredTies(TieStructure):
             raise ValueError(f"unknown permutation {how!r}")
         return table.take(order, source=f"{table.source} [{how}]")
 
-    @staticmethod
-    def shuffle_rng(seed: int, p: int, offset: int = 0) -> np.random.Generator:
-        """One draw per line: the generator is advanced by ``offset`` draws."""
-        rng = make_rng(seed, "audit-shuffle", p)
-        rng.bit_generator.advance(offset)
-        return rng
-
     def storage_counts(self) -> tuple[int, int, int, str]:
         table, has = self.table, self.first >= 0
         pos = self.pos[self.first[has]]
@@ -342,17 +337,14 @@ class SummaryTies(TieStructure):
             place = tied - table.before[STORED_PLACE]
         elif how.startswith("shuffle:"):
             p = int(how.split(":", 1)[1])
-            rng = rng if rng is not None else make_rng(seed, "audit-shuffle", p)
-            place = rng.integers(0, tied + 1)
+            rng = rng if rng is not None else SummaryTies.shuffle_rng(seed, p)
+            # one uniform number per row (one output of the generator, as a stored table's line
+            # takes), scaled to a place on 0 .. t - 1: a chunk of rows can start its draws at its
+            # first row (shuffle_rng); the float's 53 bits leave a bias below t / 2**53
+            place = np.minimum((rng.random(len(tied)) * (tied + 1)).astype(np.int64), tied)
         else:
             raise ValueError(f"unknown permutation {how!r}")
         return table.with_before(STORED_PLACE, place, source=f"{table.source} [{how}]")
-
-    @staticmethod
-    def shuffle_rng(seed: int, p: int, offset: int = 0) -> np.random.Generator | None:
-        """A row draws a bounded integer, which takes a varying number of the generator's
-        outputs: a chunk after the first is given the generator the one before it left."""
-        return make_rng(seed, "audit-shuffle", p) if offset == 0 else None
 
     def storage_counts(self) -> tuple[int, int, int, str]:
         """First / last among the relevant item's tie group, in tied rows (none: not recorded)."""

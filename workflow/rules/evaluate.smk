@@ -96,35 +96,51 @@ if ROW_CHUNKS > 1:
             "../../scripts/merge_metrics.py"
 
 
+# the audit's files of a result: written by audit, or by merge_audit from its parts
+AUDIT = {
+    "invariance": "results/{dataset}/{setting}/{scorer}/audit/invariance.csv",
+    "diagnostics": "results/{dataset}/{setting}/{scorer}/audit/diagnostics.csv",
+    "checklist": report(
+        "results/{dataset}/{setting}/{scorer}/audit/checklist.md",
+        caption="../report/checklist.rst",
+        category="Audit",
+        subcategory="{dataset}",
+        labels={
+            "dataset": "{dataset}",
+            "setting": "{setting}",
+            "scorer": "{scorer}",
+        },
+    ),
+}
+# a part's per-row audit numbers (evaluation.row_chunks), merged exactly by merge_audit
+AUDIT_ROWS = "results/{dataset}/{setting}/{scorer}/audit/audit_rows.parquet"
+
+
 rule audit:
     input:
-        scores="results/{dataset}/{setting}/{scorer}/scores.parquet",
+        scores=parted("results/{dataset}/{setting}/{scorer}/scores.parquet"),
+        # every part's scores: where this part's lines sit in the whole table (the shuffles
+        # and random:SEED)
+        parts=(
+            parts_of("results/{dataset}/{setting}/{scorer}/scores.parquet")
+            if ROW_CHUNKS > 1
+            else []
+        ),
         # its users: the rows of any other user are cold starts (diagnostics.csv)
         history="data/interim/{dataset}/history.parquet",
         lib=script_inputs("audit.py"),
     output:
-        invariance="results/{dataset}/{setting}/{scorer}/audit/invariance.csv",
-        diagnostics="results/{dataset}/{setting}/{scorer}/audit/diagnostics.csv",
-        checklist=report(
-            "results/{dataset}/{setting}/{scorer}/audit/checklist.md",
-            caption="../report/checklist.rst",
-            category="Audit",
-            subcategory="{dataset}",
-            labels={
-                "dataset": "{dataset}",
-                "setting": "{setting}",
-                "scorer": "{scorer}",
-            },
-        ),
+        **(AUDIT if ROW_CHUNKS == 1 else {"rows": parted(AUDIT_ROWS)}),
     log:
-        f"{LOGS}/audit/{{dataset}}/{{setting}}/{{scorer}}.log",
+        parted(f"{LOGS}/audit/{{dataset}}/{{setting}}/{{scorer}}.log"),
     benchmark:
-        f"{BENCH}/audit/{{dataset}}/{{setting}}/{{scorer}}.tsv"
+        parted(f"{BENCH}/audit/{{dataset}}/{{setting}}/{{scorer}}.tsv")
     conda:
         "../envs/eval.yaml"
     resources:
-        # measured: max RSS 1.4 GB (3M candidates, 5 permutations)
-        mem_mb=2500,
+        # measured: max RSS 1.4 GB (3M candidates, 5 permutations); a part audits its share of
+        # them (the users with history read whole)
+        mem_mb=part_mem_mb(2500, 500),
     params:
         metrics=config["evaluation"]["metrics"],
         rules=config["evaluation"]["rules"],
@@ -134,5 +150,34 @@ rule audit:
         permutations=config["audit"]["permutations"],
         seed=config["audit"]["seed"],
         requested_rows=requested_rows,
+        part=row_part,
     script:
         "../../scripts/audit.py"
+
+
+if ROW_CHUNKS > 1:
+
+    # the parts' per-row audit numbers concatenated in part order and summed as one audit sums
+    # them: the audit's files to the last bit (tieaudit.audit.AuditRows)
+    rule merge_audit:
+        input:
+            parts=parts_of(AUDIT_ROWS),
+            lib=script_inputs("merge_audit.py"),
+        output:
+            **AUDIT,
+        log:
+            f"{LOGS}/merge_audit/{{dataset}}/{{setting}}/{{scorer}}.log",
+        benchmark:
+            f"{BENCH}/merge_audit/{{dataset}}/{{setting}}/{{scorer}}.tsv"
+        conda:
+            "../envs/eval.yaml"
+        resources:
+            # every row's numbers: rows x measures x (rules x (permutations + 3) + hash seeds)
+            mem_mb=2000,
+        params:
+            headline=config["evaluation"]["headline"],
+            reported_rule=config["evaluation"]["reported_rule"],
+            seed=config["audit"]["seed"],
+            requested_rows=requested_rows,
+        script:
+            "../../scripts/merge_audit.py"
