@@ -37,6 +37,7 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 
+from ._memory import keep_freed_memory
 from .batches import RowCheck, RowKeys, Source, Span, open_source, plan_spans, read_span, whole_rows
 from .candidates import CandidateError, CandidateTable
 from .candidates_io import Records
@@ -348,7 +349,7 @@ def map_chunks(work: Callable[..., Any], task: Any, items: Iterator[tuple[tuple,
         return
     pending: deque[tuple[Future, int]] = deque()
     context = multiprocessing.get_context("spawn")  # no fork of a process running Arrow threads
-    with ProcessPoolExecutor(jobs, mp_context=context) as pool:
+    with ProcessPoolExecutor(jobs, mp_context=context, initializer=keep_freed_memory) as pool:
         try:
             for args, lines in items:
                 pending.append((pool.submit(work, task, *args), lines))
