@@ -14,7 +14,6 @@ the allocator of the whole process. Elsewhere than glibc it does nothing.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 
 __all__ = ["keep_freed_memory"]
 
@@ -30,8 +29,7 @@ def keep_freed_memory() -> bool:
     """Keep memory freed at the top of the heap for later allocations (glibc); whether it
     could be set."""
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        mallopt = libc.mallopt
+        mallopt = ctypes.CDLL(None).mallopt  # the C library the interpreter runs on
     except (OSError, AttributeError):
         return False
     mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
