@@ -33,12 +33,12 @@ pass at 30M and 300M lines; ``--jobs 2`` >= 1.7x faster than ``--jobs 1``; audit
 30M lines within 1.5 GB. ``--quick`` runs only the 30M-line two-rule cases (the limit, ``--jobs
 1`` and ``--jobs 2``): the jobs ratio is a wall-clock ratio, so run it on a quiet machine.
 
-Measured on the shared 2-core machine (CPU = user + system seconds; load average beside):
-30M lines, two rules, ``--jobs 1``: 11.2-12.3 CPU-s, 0.83 GB (load 2-9), against 3.0 CPU-s for
-the limit pass (about 3.9x; 4.77 GB and 16.5x before streaming); ``--jobs 2``: 1.0 CPU-s in the
-main process (its imports), 14.6 in the two workers, 0.82 GB a worker (load 2.7: no idle core,
-so no wall-clock ratio measured). 300M lines: 0.86 GB (2.74 GB before: pyarrow's
-pre-buffering kept every column chunk read), see the Large evaluations tutorial for the CPU.
+Measured on the shared 2-core machine (CPU = user + system seconds; load average in brackets):
+30M lines, two rules: ``--jobs 1`` 11.7 CPU-s and 0.86 GB against 3.3 CPU-s for the limit pass,
+3.6x (4.77 GB and 16.5x before streaming) [4]; ``--jobs 2`` 1.0 CPU-s in the main process (its
+imports) and 12.8 in the workers, 0.83 GB a worker, 1.17x faster than ``--jobs 1`` with no idle
+core [4]. 300M lines: 101.3 CPU-s and 0.90 GB against 20.7 CPU-s, 4.9x [3-8] (2.74 GB before:
+pyarrow's pre-buffering kept every column chunk read until the file was closed).
 """
 
 from __future__ import annotations
