@@ -151,6 +151,7 @@ def install(env: Environment, cache: Path) -> tuple[Path | None, str]:
     if stamp.is_file() and stamp.read_text() == env.digest and _python(folder).exists():
         return _python(folder), ""
     log.info("installing %s: %s", env.name, " ".join(env.requirements))
+    started = time.monotonic()
     stamp.unlink(missing_ok=True)
     steps = [
         [sys.executable, "-m", "venv", "--clear", str(folder)],
@@ -162,6 +163,7 @@ def install(env: Environment, cache: Path) -> tuple[Path | None, str]:
         if out.returncode != 0:
             return None, _gist(out.stderr + out.stdout)
     stamp.write_text(env.digest)
+    log.info("%s installed in %.0f s", env.name, time.monotonic() - started)
     return _python(folder), ""
 
 
@@ -257,11 +259,13 @@ def census(
                                          {"error": f"{NOT_INSTALLED}: {reason}"}))  # fmt: skip
                 continue
             log.info("probing %s: %s", name, ", ".join(metrics))
+            probed = time.monotonic()
             for metric, got in zip(metrics, _children(python, name, metrics, timeout),
                                    strict=True):  # fmt: skip
                 records.append(_line(name, env.name, metric, got))
                 log.info("%s %s: %s %s", name, metric, records[-1]["behaviour"],
                          records[-1]["note"][:200])  # fmt: skip
+            log.info("%s probed in %.0f s", name, time.monotonic() - probed)
         log.info("%s done in %.0f s", env.name, time.monotonic() - started)
     frame = pd.DataFrame(records, columns=list(CENSUS_COLUMNS))
     for c in ("behaviour", "version"):  # a library that could not be installed says so
