@@ -5,9 +5,9 @@ The pinned requirements live in one file, :data:`REQUIREMENTS` (``adapters/censu
 table per registered adapter, giving either its ``requirements`` or ``env``, the adapter whose
 environment it shares (the ir_measures providers share one). Pins that conflict (numpy < 2 for
 rankereval, torch for others) coexist because every environment is separate. An environment is
-``CACHE/<env>/`` (a virtualenv made with this interpreter), installed once with one ``pip
-install --no-compile`` (a child compiles only the modules it imports) of the pins and tieaudit's
-own dependencies (read from ``pyproject.toml``, unpinned,
+``CACHE/<env>/`` (a virtualenv made with this interpreter, without pip), installed once by this
+interpreter's pip (``pip --python``: pip 22.3 or later) with one ``pip install --no-compile`` (a
+child compiles only the modules it imports) of the pins and tieaudit's own dependencies (read from ``pyproject.toml``, unpinned,
 so the resolver fits them to the pins); tieaudit itself is never installed there: the child
 imports it from this checkout's ``src`` (``PYTHONPATH``), so pip cannot change the library's
 pins. A stamp holding the requirement list marks an environment complete; a changed list
@@ -161,10 +161,12 @@ def install(env: Environment, cache: Path) -> tuple[Path | None, str]:
     log.info("installing %s: %s", env.name, " ".join(env.requirements))
     started = time.monotonic()
     stamp.unlink(missing_ok=True)
+    # an environment without pip of its own, filled by this interpreter's pip (--python): the
+    # pip a fresh virtualenv bundles can be years older and resolve many times slower
     steps = [
-        [sys.executable, "-m", "venv", "--clear", str(folder)],
-        [str(_python(folder)), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-         "--no-compile", *env.requirements, *base_requirements()],
+        [sys.executable, "-m", "venv", "--clear", "--without-pip", str(folder)],
+        [sys.executable, "-m", "pip", "--python", str(_python(folder)), "install", "--quiet",
+         "--disable-pip-version-check", "--no-compile", *env.requirements, *base_requirements()],
     ]  # fmt: skip
     for cmd in steps:
         out = subprocess.run(cmd, capture_output=True, text=True)
