@@ -176,9 +176,9 @@ def cast_summary(data: Any, precisions: Iterable[str], measures: Iterable[str | 
         merged = Sums.merge(parts)
         value = merged.summary().set_index(["rule", "metric"])["value"]
         for m in map(str, ms):
-            low, exact = (float(value[(r, m)]) for r in _CAST_RULES)
-            lines.append((p or UNCAST, merged.n_rows, n_tied / merged.n_rows, m, low, exact,
-                          low - exact))  # fmt: skip
+            stored, exact = (float(value[(r, m)]) for r in _CAST_RULES)
+            lines.append((p or UNCAST, merged.n_rows, n_tied / merged.n_rows, m, stored, exact,
+                          stored - exact))  # fmt: skip
     return pd.DataFrame(lines, columns=list(CAST_COLUMNS))
 
 
