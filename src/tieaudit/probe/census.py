@@ -262,15 +262,16 @@ def census(
         raise CensusError(f"jobs must be >= 1, got {jobs}")
     envs = environments(requirements, names)
     records: list[dict[str, object]] = []
+    begun = time.monotonic()
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         installs = {env.name: pool.submit(install, env, Path(cache)) for env in envs
                     if cache is not None}  # fmt: skip
         for env in envs:
-            started = time.monotonic()
             python, why = (installs[env.name].result() if cache is not None
                            else (Path(sys.executable), ""))  # fmt: skip
             records += _probe_env(env, python, why, here=cache is None, timeout=timeout)
-            log.info("%s done in %.0f s after its install", env.name, time.monotonic() - started)
+            log.info("%s done, %.0f s since the census began", env.name,
+                     time.monotonic() - begun)  # fmt: skip
     frame = pd.DataFrame(records, columns=list(CENSUS_COLUMNS))
     for c in ("behaviour", "version"):  # a library that could not be installed says so
         gone = frame["note"].str.startswith(NOT_INSTALLED)
