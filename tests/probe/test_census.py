@@ -117,13 +117,23 @@ def test_environments_installed_side_by_side_give_the_same_table(monkeypatch) ->
             done.append(env.name)
         return Path(sys.executable), ""
 
+    probed: list[str] = []
+    real = census_mod._probe_env
+
+    def probe_env(env: Environment, *args, **kwargs):
+        probed.append(env.name)
+        return real(env, *args, **kwargs)
+
     monkeypatch.setattr(census_mod, "install", here)
+    monkeypatch.setattr(census_mod, "_probe_env", probe_env)
     names = ["numpy-stable", "pandas-rank-max", "sklearn-ignore-ties"]
     one = census(Path("unused"), names)
-    assert done == ["numpy-stable", "sklearn"]
+    assert done == probed == ["numpy-stable", "sklearn"]
     done.clear()
+    probed.clear()
     two = census(Path("unused"), names, jobs=2)
-    assert done == ["sklearn", "numpy-stable"]  # installed at once: the quicker one first
+    # installed at once: the quicker one first, and probed first
+    assert done == probed == ["sklearn", "numpy-stable"]
     pd.testing.assert_frame_equal(one, two)
     assert set(one["env"]) == {"numpy-stable", "sklearn"} and len(one) == 2 * 2 + 1
     with pytest.raises(CensusError, match="jobs must be >= 1"):

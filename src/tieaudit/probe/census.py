@@ -16,7 +16,7 @@ rebuilds it.
 Installing is mostly waiting (on the package indexes and the disk), probing is computing: with
 ``jobs`` > 1 that many environments are installed side by side by threads (each one ``pip``
 process) while the environments already installed are probed, one child at a time, in the order
-of their names; the table does not depend on ``jobs``. The log gives each environment's install
+their installs end; the table does not depend on ``jobs``. The log gives each environment's install
 time and each adapter's probe time.
 
 For every adapter, one child process in its environment runs :func:`tieaudit.probe.probe` for
@@ -41,7 +41,7 @@ import sys
 import time
 import tomllib
 from collections.abc import Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -277,18 +277,19 @@ def census(
     environment under ``cache`` (``None``: every one in this interpreter, nothing installed: the
     libraries this environment has, and a line saying which it lacks). ``timeout``: seconds the
     child probing one adapter's measures may take; ``jobs``: environments installed at once
-    (probing waits for each environment's install, in order)."""
+    (each probed as soon as it is installed; the table is sorted, whatever the order)."""
     if jobs < 1:
         raise CensusError(f"jobs must be >= 1, got {jobs}")
     envs = environments(requirements, names)
     records: list[dict[str, object]] = []
     begun = time.monotonic()
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        installs = {env.name: pool.submit(install, env, Path(cache)) for env in envs
-                    if cache is not None}  # fmt: skip
-        for env in envs:
-            python, why = (installs[env.name].result() if cache is not None
-                           else (Path(sys.executable), ""))  # fmt: skip
+        if cache is None:
+            ready = ((env, (Path(sys.executable), "")) for env in envs)
+        else:  # submitted in name order, probed as soon as installed
+            installs = {pool.submit(install, env, Path(cache)): env for env in envs}
+            ready = ((installs[f], f.result()) for f in as_completed(installs))
+        for env, (python, why) in ready:
             records += _probe_env(env, python, why, here=cache is None, timeout=timeout)
             log.info("%s done, %.0f s since the census began", env.name,
                      time.monotonic() - begun)  # fmt: skip
