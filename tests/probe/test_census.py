@@ -140,17 +140,6 @@ def test_environments_installed_side_by_side_give_the_same_table(monkeypatch) ->
         census(Path("unused"), names, jobs=0)
 
 
-def test_a_child_warms_the_evaluator_up_once_before_the_probe_forks() -> None:
-    calls = []
-
-    def fn(frame: pd.DataFrame, k: int) -> list[float]:
-        calls.append((frame["row"].nunique(), k, frame["row"].iloc[0]))
-        raise RuntimeError("the probe reports this, not the warm-up")
-
-    census_mod._warm(fn, "nDCG@7")
-    assert len(calls) == 1 and calls[0][:2] == (2, 7) and calls[0][2].endswith("-warm")
-
-
 def test_pip_errors_are_cut_to_their_gist() -> None:
     text = "Collecting x\n  Downloading x\nERROR: Could not build wheels for lightfm\nmore\n"
     assert census_mod._gist(text) == "ERROR: Could not build wheels for lightfm"

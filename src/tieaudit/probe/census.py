@@ -186,32 +186,12 @@ def probe_one(adapter_name: str, metric: str) -> dict[str, object]:
     out: dict[str, object] = {"adapter": adapter.name, "metric": metric,
                               "version": adapter.version() or ""}  # fmt: skip
     try:
-        fn = adapter.evaluator(metric)
-        _warm(fn, metric)
-        res = probe(fn, metric, name=adapter.name)
+        res = probe(adapter.evaluator(metric), metric, name=adapter.name)
     except (AdapterError, ProbeError) as exc:
         out["error"] = " ".join(str(exc).split())
         return out
     out["result"] = res.as_dict()
     return out
-
-
-def _warm(fn, metric: str) -> None:
-    """One call of ``fn`` on two rows of the probe's standard table, in this process: a library
-    that compiles its code on first use (numba: rankereval, ranx; minutes of CPU) compiles it
-    here once, and every probe's forked child (:mod:`tieaudit.probe.calls`) inherits it instead
-    of compiling it again for each measure. What the call raises is left to the probe, which
-    makes the same calls and reports it."""
-    from ..measures import parse_measure
-    from .calls import _frame
-    from .cases import standard_table
-
-    frame = _frame(standard_table(), "-warm")
-    frame = frame[frame["row"].isin(frame["row"].unique()[:2])].reset_index(drop=True)
-    try:
-        fn(frame, parse_measure(metric).k)
-    except Exception:  # noqa: BLE001 - the probe's own calls report it
-        log.debug("warming %s failed", metric, exc_info=True)
 
 
 def _version(python: Path | str, adapter_name: str) -> str:
