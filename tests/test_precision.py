@@ -183,6 +183,35 @@ def test_audit_says_what_the_cast_does(tmp_path, capsys) -> None:
     assert inv.loc["input_order", "invariant"] == "no"
 
 
+def test_audit_casts_chunk_by_chunk_as_the_whole_table(tmp_path, capsys) -> None:
+    """With --chunk-rows the file is read, cast and audited a chunk at a time (the cast's
+    effect streamed too): the same line and the same files as the whole table cast at once."""
+    from tieaudit import read_candidates
+    from tieaudit.audit import audit
+    from tieaudit.cli import main
+    from tieaudit.precision import cast_table
+
+    data = _near_ties(tmp_path / "c.csv")
+    args = ["-m", "nDCG@10", "HR@10", "-r", "input_order", "expected", "hash:0",
+            "--score-precision", "float16"]  # fmt: skip
+    said, files = [], []
+    for i, chunks in enumerate(([], ["--chunk-rows", "7"])):
+        out = tmp_path / f"audit{i}"
+        assert main(["audit", data, *args, *chunks, "-o", str(out)]) == 0
+        said.append([x for x in capsys.readouterr().err.splitlines() if "float16" in x])
+        files.append(pd.read_csv(out / "invariance.csv"))
+    assert said[0] == said[1] and len(said[0]) == 1
+    pd.testing.assert_frame_equal(files[0], files[1], rtol=1e-12)
+    whole = audit(cast_table(read_candidates(data), "float16"), ["nDCG@10", "HR@10"],
+                  ["input_order", "expected", "hash:0"])  # fmt: skip
+    pd.testing.assert_frame_equal(files[0], whole.invariance.reset_index(drop=True),
+                                  check_dtype=False, rtol=1e-12)  # fmt: skip
+    uncast = audit(data, ["nDCG@10"], ["input_order", "expected"], chunk_rows=7)
+    cast = audit(data, ["nDCG@10"], ["input_order", "expected"], chunk_rows=7,
+                 score_precision="float16")  # fmt: skip
+    assert not cast.invariance.equals(uncast.invariance)  # the cast is not ignored
+
+
 def test_a_bad_precision_or_a_summary_table_is_refused(tmp_path, capsys) -> None:
     from tieaudit.cli import main
 

@@ -58,6 +58,7 @@ from .io import frame_to_text, write_table
 from .measures import DEFAULT_MEASURES, Measure, parse_measure, parse_measures
 from .partvalues import RowValues, concatenated, merged_sums, row_values
 from .rules import DEFAULT_RULES, Result, TieRule, parse_rules
+from .precision import cast_table, parse_precision
 from .stream import Progress, check_options, chunk_table, map_chunks, open_chunks
 from .sums import Sums
 from .ties import storage_shares, structure_type
@@ -900,6 +901,7 @@ def audit(
     memory: int | str | None = None,
     jobs: int = 1,
     progress: bool = False,
+    score_precision: str | None = None,
 ) -> AuditResult:
     """Evaluate, check invariance, compute diagnostics and fill in the checklist;
     ``users_with_history`` adds the share of cold-start rows to the diagnostics,
@@ -916,16 +918,21 @@ def audit(
     are audited side by side with ``jobs > 1``. One chunk gives the in-memory audit bit for
     bit; several agree with it to a relative ``1e-12`` (sums merged in another order; the
     pipeline's parts merge per-row numbers instead, :class:`AuditRows`, to the last bit).
+    ``score_precision`` (e.g. ``float16``, :mod:`tieaudit.precision`) audits the scores cast to
+    that precision, each chunk cast as it is read.
     """
+    if score_precision is not None:
+        score_precision = parse_precision(score_precision)
     ms = parse_measures(measures if measures is not None else DEFAULT_MEASURES)
     rs = parse_rules(rules if rules is not None else DEFAULT_RULES)
     finish = {"headline": headline, "reported_rule": reported_rule, "permutation_seed": seed,
               "title": title, "requested_rows": requested_rows}  # fmt: skip
     users = None if users_with_history is None else tuple(users_with_history)
     task = _AuditTask(tuple(map(str, ms)), tuple(map(str, rs)), n_seeds, n_permutations, seed,
-                      users)  # fmt: skip
+                      users, score_precision)  # fmt: skip
     if chunk_rows is None and memory is None and jobs == 1:
-        ev = evaluate(as_table(data), ms, rs, n_seeds=n_seeds, rank_cap=None)
+        table = cast_table(as_table(data), score_precision)
+        ev = evaluate(table, ms, rs, n_seeds=n_seeds, rank_cap=None)
         return AuditSums.of(ev, n_permutations, seed, users).result(**finish, evaluation=ev)
     return _audit_in_chunks(data, task, finish, chunk_rows, memory, jobs, progress)
 
@@ -945,12 +952,13 @@ class _AuditTask:
     n_permutations: int
     seed: int
     users: tuple[str, ...] | None
+    score_precision: str | None = None
 
 
 def _audit_chunk(task: _AuditTask, chunk: pa.Table | CandidateTable, name: str, where: Any,
                  place: tuple[int, int | None] = (0, None)) -> AuditSums:  # fmt: skip
     """The audit sums of one chunk, its rows permuted as in the whole table."""
-    table = chunk_table(chunk, name, where, place)
+    table = cast_table(chunk_table(chunk, name, where, place), task.score_precision)
     ev = evaluate(table, task.measures, task.rules, n_seeds=task.n_seeds, rank_cap=None)
     return AuditSums.of(ev, task.n_permutations, task.seed, task.users)
 

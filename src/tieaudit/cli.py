@@ -17,13 +17,12 @@ from .candidates import (
     REQUIRED_COLUMNS,
     CandidateError,
     CandidateTable,
-    as_table,
 )
 from .compare import compare, flips_markdown
 from .evaluate import DEFAULT_SEEDS
 from .io import atomic_write_many, frame_to_text
 from .measures import DEFAULT_MEASURES, Measure, parse_measure, parse_measures
-from .precision import PRECISIONS, cast_effect, cast_table, parse_precision
+from .precision import PRECISIONS, cast_effect, parse_precision
 from .rules import DEFAULT_RULES, help_text, parse_rule, parse_rules
 from .stream import DEFAULT_MEMORY, evaluate_stream, parse_memory
 from .trec import read_trec
@@ -474,18 +473,18 @@ def _audit(args: argparse.Namespace) -> int:
     targets = [out / name for name in AUDIT_FILES]
     _check_targets(_inputs(args), {f"--out-dir {args.out_dir} ({p.name})": p for p in targets})
     data, rules, title = _input(args)
-    if args.score_precision is not None:  # the cast and its effect need the whole table
-        uncast = as_table(data)
-        data = cast_table(uncast, args.score_precision)
+    if args.score_precision is not None:  # the cast's effect, streamed through the rows
         metrics = parse_measures(args.metrics)
         shown = parse_measure(headline[0]) if headline else next(
             (m for m in metrics if str(m) == "nDCG@10"), metrics[0])  # fmt: skip
-        print(cast_effect(uncast, args.score_precision, shown), file=sys.stderr)
+        print(cast_effect(data, args.score_precision, shown, memory=args.memory or DEFAULT_MEMORY,
+                          chunk_rows=args.chunk_rows), file=sys.stderr)  # fmt: skip
     res = audit(
         data, args.metrics, rules, n_seeds=_n_seeds(args.seeds, rules),
         n_permutations=args.permutations, seed=args.permutation_seed,
         reported_rule=reported, title=title, chunk_rows=args.chunk_rows, memory=args.memory,
-        jobs=args.jobs, progress=True, **({"headline": headline} if headline is not None else {}),
+        jobs=args.jobs, progress=True, score_precision=args.score_precision,
+        **({"headline": headline} if headline is not None else {}),
     )  # fmt: skip
     _chunks_note("audited", res.n_chunks, args)
     atomic_write_many({out / name: text for name, text in res.files().items()})

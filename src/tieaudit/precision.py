@@ -186,11 +186,14 @@ def _signed(x: float) -> str:
     return f"{round(x, 12) + 0.0:+.4f}"  # no -0.0000 from rounding noise
 
 
-def cast_effect(table: CandidateTable, precision: str, measure: Measure) -> str:
-    """One line saying what casting ``table``'s scores to ``precision`` does: the share of rows
-    whose relevant item is tied, and the inflation of ``input_order`` over ``expected`` on
-    ``measure``, each cast and uncast (:func:`cast_summary` of the one table)."""
-    before, after = cast_summary(table, [precision], [measure]).itertuples(index=False)
+def cast_effect(data: Any, precision: str, measure: Measure, *,
+                memory: int | str | None = "1GB", chunk_rows: int | None = None) -> str:  # fmt: skip
+    """One line saying what casting the scores of ``data`` (what :func:`cast_summary` reads)
+    to ``precision`` does: the share of rows whose relevant item is tied, and the inflation of
+    ``input_order`` over ``expected`` on ``measure``, each cast and uncast (streamed through the
+    rows as :func:`cast_summary` is)."""
+    before, after = cast_summary(data, [precision], [measure], memory=memory,
+                                 chunk_rows=chunk_rows).itertuples(index=False)  # fmt: skip
     return (
         f"--score-precision {precision}: the relevant item ties in "
         f"{100 * after.tied:.1f}% of the rows ({100 * before.tied:.1f}% uncast); "
