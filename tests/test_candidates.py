@@ -772,9 +772,20 @@ def test_frame_ids_and_exact_scores_beyond_64_bits_are_read() -> None:
     assert t.row_ids.tolist() == [str(2**70)] and t.score.tolist() == [2.0**70, 1.0]
 
 
+def test_integer_ids_of_one_width_and_their_prefixes_in_text_order() -> None:
+    """Hand-picked neighbours in text order: a digit against a longer id with a larger second
+    digit ('19' < '199' < '2'), prefixes ('1' < '10' < '100'), and the widest ids in one key."""
+    from tieaudit.candidates_io import _encode
+
+    for ids in ([2, 19, 1, 10, 100, 0, 9, 91, 29, 3, 199],
+                [10**17 - 1, 10**16, 2, 10**17 - 2, 1, 99999999999999999 // 9]):  # fmt: skip
+        _, values = _encode(pa.chunked_array([pa.array(ids, pa.int64())]), sort=True)
+        assert values.tolist() == sorted(str(i) for i in ids)
+
+
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.integers(-(2**63), 2**63 - 1) | st.integers(-1000, 1000), min_size=1,
-                max_size=40, unique=True),
+@given(st.lists(st.integers(-(2**63), 2**63 - 1) | st.integers(-1000, 1000)
+                | st.integers(0, 10**18), min_size=1, max_size=40, unique=True),
        st.sampled_from([pa.int64(), pa.uint64(), pa.int32()]))  # fmt: skip
 def test_integer_ids_are_coded_in_the_order_of_their_text(ids, kind) -> None:
     """Integer item ids are ordered as their decimal text is (code points: '-' first, a text

@@ -169,3 +169,17 @@ def test_files_from_other_writers_still_read(tmp_path):
     src = tmp_path / "other.parquet"
     frame.to_parquet(src)
     pd.testing.assert_frame_equal(read_parquet(src), pd.read_parquet(src))
+
+
+def test_reading_in_batches_holds_one_row_group_not_the_file(tmp_path):
+    """Row groups read one after another are let go: the reader keeps no copy of the file's
+    bytes read so far (pyarrow's pre-buffering would, until the file is closed)."""
+    rng = np.random.default_rng(3)
+    table = pa.table({"score": rng.random(2_000_000)})  # 16 MB that do not compress
+    path = tmp_path / "big.parquet"
+    pq.write_table(table, path, row_group_size=100_000)
+    before, peak = pa.total_allocated_bytes(), 0
+    for batch in _parquet.parquet_file(path).iter_batches(batch_size=1 << 16):
+        peak = max(peak, pa.total_allocated_bytes() - before)
+        del batch
+    assert peak < path.stat().st_size / 4, (peak, path.stat().st_size)

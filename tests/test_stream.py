@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from tieaudit import evaluate
 from tieaudit.audit import audit
-from tieaudit.batches import open_source, whole_rows
+from tieaudit.batches import open_source, plan_spans, read_span, whole_rows
 from tieaudit.candidates import CandidateError
 from tieaudit.cli import main
 from tieaudit.io import frame_to_text
@@ -215,6 +215,59 @@ def test_jobs_do_not_change_the_result() -> None:
     two = evaluate_stream(frame, MEASURES, RULES, n_seeds=3, chunk_rows=4, jobs=2)
     assert two.n_chunks == one.n_chunks == 8
     assert_same_summary(two.summary(), one.summary(), exact=True)
+
+
+def long_rows_file(tmp_path: Path, seed: int = 1) -> tuple[Path, pd.DataFrame]:
+    """40 rows of 1 to 400 lines and one of 1,500 (integer items, three score levels), in row
+    groups of 300 lines: rows straddle row groups, one fills several."""
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(1, 400, size=40)
+    lengths[7] = 1500
+    row = np.repeat(np.arange(len(lengths)), lengths)
+    slot = np.arange(len(row)) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    pos = rng.integers(0, lengths)
+    frame = pd.DataFrame({"row": [f"r{r}" for r in row], "user_id": [f"u{r % 5}" for r in row],
+                          "item_id": slot, "label": (slot == pos[row]).astype(np.int8),
+                          "score": rng.integers(0, 3, size=len(row)).astype(float)})  # fmt: skip
+    path = tmp_path / "long.parquet"
+    pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), path, row_group_size=300)
+    return path, frame
+
+
+def test_a_parquet_file_is_read_by_row_groups_in_each_process(tmp_path) -> None:
+    """A Parquet file's chunks are spans of row groups a process reads itself: every row in
+    exactly one chunk (those begun in the span, continued past it), the same values as in
+    memory, and the same sums whatever the number of processes."""
+    path, frame = long_rows_file(tmp_path)
+    spans = plan_spans(path, 1000)
+    assert spans is not None and [s.stop - s.start for s in spans[:2]] == [3, 3]
+    assert plan_spans(path, 299) is None  # a row group over the budget: read in batches
+    chunks = [read_span(path, s) for s in spans]
+    got = [(t.to_pandas(), offset) for t, offset in chunks if t is not None]
+    assert len(got) < len(spans)  # spans inside the long row hold no row of their own
+    pd.testing.assert_frame_equal(pd.concat([t for t, _ in got], ignore_index=True), frame)
+    assert [o for _, o in got] == list(np.cumsum([0, *[len(t) for t, _ in got]])[:-1])
+    starts = [t["row"].iloc[0] for t, _ in got]
+    assert len(set(starts)) == len(starts) and all(t["row"].iloc[-1] not in starts[i + 1:]
+                                                   for i, (t, _) in enumerate(got))  # fmt: skip
+    want = evaluate(frame, MEASURES, RULES, n_seeds=3)
+    one = evaluate_stream(path, MEASURES, RULES, n_seeds=3, memory="1KB", per_row=True)
+    assert one.n_chunks == len(got)
+    assert_same_summary(one.summary(), want.summary())
+    pd.testing.assert_frame_equal(one.per_row(), want.per_row())
+    two = evaluate_stream(path, MEASURES, RULES, n_seeds=3, memory="1KB", jobs=2)
+    assert_same_summary(two.summary(), one.summary(), exact=True)
+
+
+def test_a_row_seen_again_in_a_later_span_is_refused(tmp_path) -> None:
+    path, frame = long_rows_file(tmp_path)
+    back = frame[frame["row"] == "r1"].iloc[:1].assign(item_id=-1)
+    frame = pd.concat([frame, back], ignore_index=True)
+    pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), path, row_group_size=300)
+    for jobs in (1, 2):
+        with pytest.raises(CandidateError, match=rf"long.parquet: record {len(frame)}: row 'r1' "
+                           "comes back after other rows"):  # fmt: skip
+            evaluate_stream(path, ["HR@2"], ["expected"], memory="1KB", jobs=jobs)
 
 
 def test_sums_survive_json_exactly() -> None:

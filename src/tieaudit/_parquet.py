@@ -146,5 +146,8 @@ def read_parquet(path: str | os.PathLike[str], columns: list[str] | None = None,
 
 def parquet_file(path: str | os.PathLike[str]) -> pq.ParquetFile:
     """An open :class:`pyarrow.parquet.ParquetFile` after the footer check; its reads verify the
-    page checksums (their errors are pyarrow's: wrap them where they are read)."""
-    return _reading(path, lambda: pq.ParquetFile(path, page_checksum_verification=True))
+    page checksums (their errors are pyarrow's: wrap them where they are read). Without
+    pre-buffering: with it, a file read in batches keeps every column chunk read so far until the
+    file is closed (memory growing with the file, not the batch)."""
+    return _reading(path, lambda: pq.ParquetFile(path, page_checksum_verification=True,
+                                                 pre_buffer=False))

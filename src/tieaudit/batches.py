@@ -35,7 +35,10 @@ from .candidates_io import (
     frame_to_arrow,
 )
 
-__all__ = ["Source", "open_source", "whole_rows", "RowChunks", "row_ids", "RowCheck", "BATCH_LINES"]
+__all__ = [
+    "Source", "open_source", "whole_rows", "RowChunks", "row_ids", "RowCheck", "RowKeys", "Span",
+    "plan_spans", "read_span", "BATCH_LINES",
+]  # fmt: skip
 
 #: Lines per record batch read from a file (a chunk is one batch or more).
 BATCH_LINES = 1 << 16
@@ -59,6 +62,9 @@ class Source:
     csv_path: Path | None = None
     #: Whether :attr:`batches` may be called again (a RecordBatchReader is read once).
     rereadable: bool = True
+    #: The source's one file when it is a Parquet file: chunks can be read from it by row
+    #: groups in any process (:func:`plan_spans`, :func:`read_span`).
+    parquet_path: Path | None = None
 
     def where(self, offset: int) -> LineMap:
         """How the errors of a chunk starting at record ``offset`` name its records."""
@@ -92,7 +98,9 @@ def _files_source(files: list[Path], name: str, root: Path | None) -> Source:
     counts = [file_lines(f) for f in files]
     total = None if any(c is None for c in counts) else sum(counts)
     csv_path = files[0] if len(files) == 1 and counts[0] is None else None
-    return Source(name, batches, total, csv_path)
+    parquet_path = files[0] if len(files) == 1 and root is None and counts[0] is not None \
+        else None  # fmt: skip
+    return Source(name, batches, total, csv_path, parquet_path=parquet_path)
 
 
 def open_source(data: Any) -> Source:
@@ -236,10 +244,41 @@ def _cut(starts: np.ndarray, n_lines: int, max_rows: int | None,
     return min(cuts) if cuts else None
 
 
+@dataclass(frozen=True)
+class RowKeys:
+    """The distinct row ids of a chunk as :class:`RowCheck` needs them (small, picklable):
+    ``keys`` the 64-bit hashes of their text, sorted; ``ids`` and ``first`` (the line of the
+    chunk each first appears on) in the same order."""
+
+    keys: np.ndarray
+    ids: list[Any]
+    first: np.ndarray
+
+    @classmethod
+    def of(cls, chunk: pa.Table) -> RowKeys | None:
+        """The keys of ``chunk`` (``None``: no row ids to check, the chunk's validation names
+        the column). One hash a row (a run of lines with one id), not a line."""
+        if "row" not in chunk.column_names or not chunk.num_rows:
+            return None
+        col = chunk.column("row")
+        starts = np.r_[0, _row_starts(col)]
+        try:
+            runs = pc.take(col, pa.array(starts))
+            text = runs if pa.types.is_string(runs.type) else pc.cast(runs, pa.string())
+        except (pa.ArrowNotImplementedError, pa.ArrowTypeError, pa.ArrowInvalid):
+            return None
+        hashes = pd.util.hash_array(text.to_numpy(zero_copy_only=False))
+        keys, at = np.unique(hashes, return_index=True)  # a row's first run
+        valid = ~pc.is_null(text).to_numpy(zero_copy_only=False)[at]
+        at = at[valid]
+        return cls(keys[valid], pc.take(runs, pa.array(at)).to_pylist(), starts[at])
+
+
 class RowCheck:
     """Refuses a row that comes back after other rows were read (its lines not contiguous).
 
-    Keeps a sorted array of 64-bit hashes of the row ids already read (8 bytes a row); two
+    Keeps a sorted array of 64-bit hashes of the row ids already read (8 bytes a row; a chunk's
+    check costs a binary search of each of its rows and a merge of two sorted arrays); two
     different row ids share a hash with a probability of about ``rows**2 / 2**65``.
     """
 
@@ -249,28 +288,24 @@ class RowCheck:
 
     def add(self, chunk: pa.Table, offset: int) -> None:
         """Record the rows of ``chunk``; an error if one of them was read before."""
-        if "row" not in chunk.column_names:
-            return
-        col = chunk.column("row")
-        try:
-            ids = pc.drop_null(pc.unique(col))
-            if not pa.types.is_string(ids.type):
-                ids = pc.cast(ids, pa.string())
-        except (pa.ArrowNotImplementedError, pa.ArrowTypeError, pa.ArrowInvalid):
-            return  # no ids: the chunk's validation names the column
-        keys = pd.util.hash_array(ids.to_numpy(zero_copy_only=False))
-        if len(self.seen):
-            at = np.minimum(np.searchsorted(self.seen, keys), len(self.seen) - 1)
-            again = np.flatnonzero(self.seen[at] == keys)
-            if len(again):
-                self._refuse(col, ids[int(again.min())].as_py(), offset)
-        self.seen = np.sort(np.concatenate([self.seen, keys]), kind="stable")
+        self.add_keys(RowKeys.of(chunk), offset)
 
-    def _refuse(self, col: pa.ChunkedArray, row: Any, offset: int) -> None:
-        target = pa.scalar(row, pa.string())
-        pos = pc.index(col, target if pa.types.is_string(col.type) else target.cast(col.type))
+    def add_keys(self, rows: RowKeys | None, offset: int) -> None:
+        """Record the rows of a chunk starting at record ``offset`` from their keys; an error
+        naming the first of them that was read before."""
+        if rows is None:
+            return
+        if len(self.seen):
+            at = np.minimum(np.searchsorted(self.seen, rows.keys), len(self.seen) - 1)
+            again = np.flatnonzero(self.seen[at] == rows.keys)
+            if len(again):
+                i = int(again[np.argmin(rows.first[again])])
+                self._refuse(rows.ids[i], int(rows.first[i]), offset)
+        self.seen = np.sort(np.concatenate([self.seen, rows.keys]), kind="stable")
+
+    def _refuse(self, row: Any, pos: int, offset: int) -> None:
         unit = "line" if self.source.csv_path else "record"
-        (number,) = self.source.where(offset)(np.array([pos.as_py()]))
+        (number,) = self.source.where(offset)(np.array([pos]))
         raise CandidateError(
             f"{self.source.name}: {unit} {number}: row {str(row)!r} comes back after other rows; "
             "read in chunks of whole rows, a row's lines must be contiguous: sort the lines by "
@@ -278,3 +313,71 @@ class RowCheck:
             "e.g. pandas frame.sort_values('row', kind='stable'), or evaluate in one chunk "
             "(a --chunk-rows or --memory large enough for every row)"
         )
+
+
+@dataclass(frozen=True)
+class Span:
+    """A chunk of a Parquet file named by its row groups ``[start, stop)``, whose first line is
+    line ``line`` of the file: its rows are those whose first line is in these groups (a row
+    that goes on into later groups is read from them too)."""
+
+    start: int
+    stop: int
+    line: int
+
+
+def plan_spans(path: Path, max_lines: int) -> list[Span] | None:
+    """Consecutive row groups of the Parquet file ``path`` holding at most ``max_lines`` lines
+    each (from its footer, nothing read); ``None`` when a row group alone holds more."""
+    from ._parquet import parquet_file
+
+    meta = parquet_file(path).metadata
+    sizes = [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
+    if not sum(sizes) or max(sizes) > max_lines:
+        return None
+    spans, start, line, lines = [], 0, 0, 0
+    for i, n in enumerate(sizes):
+        if lines + n > max_lines:
+            spans.append(Span(start, i, line))
+            start, line, lines = i, line + lines, 0
+        lines += n
+    spans.append(Span(start, len(sizes), line))
+    return spans
+
+
+def _same_run(col: pa.ChunkedArray | pa.Array, row: Any) -> int:
+    """How many first lines of ``col`` have the row id ``row``."""
+    if not len(col) or col[0].as_py() != row:
+        return 0
+    inner = _row_starts(col)
+    return int(inner[0]) if len(inner) else len(col)
+
+
+def read_span(path: Path, span: Span) -> tuple[pa.Table | None, int]:
+    """The lines of the rows of ``span`` (``None``: a row begun before it fills it) and the
+    record offset of the first; row groups are read in this process, one span at a time."""
+    from ._parquet import parquet_file
+
+    try:
+        pf = parquet_file(path)
+        table = pf.read_row_groups(list(range(span.start, span.stop)))
+        if not table.num_rows or "row" not in table.column_names:
+            return table, span.line
+        col = table.column("row")
+        lead = 0
+        if span.start:  # lines that finish the row the span before began
+            before = pf.read_row_group(span.start - 1, columns=["row"]).column("row")
+            lead = _same_run(col, before[-1].as_py())
+        if lead == table.num_rows:
+            return None, span.line
+        parts, last = [table.slice(lead)], col[-1].as_py()
+        for g in range(span.stop, pf.metadata.num_row_groups):  # the last row, continued
+            more = _same_run(pf.read_row_group(g, columns=["row"]).column("row"), last)
+            if more:
+                parts.append(pf.read_row_group(g).slice(0, more))
+            if more < pf.metadata.row_group(g).num_rows:
+                break
+        whole = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise CandidateError(f"{path}: cannot read: {exc}") from None
+    return whole, span.line + lead

@@ -138,19 +138,21 @@ def _encode(column: pa.ChunkedArray | pa.Array, sort: bool) -> tuple[np.ndarray,
             enc = enc.combine_chunks()
     codes = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
     dictionary = enc.dictionary
-    if pa.types.is_integer(dictionary.type):
-        dictionary = pc.cast(dictionary, pa.string())
-    numbers = enc.dictionary if pa.types.is_integer(enc.dictionary.type) else None
-    values = dictionary.to_numpy(zero_copy_only=False).astype(object, copy=False)
-    if sort and len(values) > 1:
+    numbers = pa.types.is_integer(dictionary.type)
+    if sort and len(dictionary) > 1:
         # Arrow compares UTF-8 bytes, which is code-point order (numpy's fixed-width strings
         # would drop trailing NULs); integers are put in the order of their text without it
-        order = _text_order(numbers.to_numpy()) if numbers is not None else None
-        order = pc.sort_indices(dictionary).to_numpy() if order is None else order
+        order = _text_order(dictionary.to_numpy()) if numbers else None
+        if order is None:
+            dictionary = pc.cast(dictionary, pa.string()) if numbers else dictionary
+            order = pc.sort_indices(dictionary).to_numpy()
         rank = np.empty(len(order), dtype=np.int64)
         rank[order] = np.arange(len(order))
         codes = rank[codes]
-        values = values[order]
+        dictionary = dictionary.take(pa.array(order))  # before the text is made: no objects moved
+    if pa.types.is_integer(dictionary.type):
+        dictionary = pc.cast(dictionary, pa.string())
+    values = dictionary.to_numpy(zero_copy_only=False).astype(object, copy=False)
     return codes, values
 
 
@@ -167,6 +169,11 @@ def _text_order(values: np.ndarray) -> np.ndarray | None:
     neg = v < 0
     magnitude = np.where(neg, -(v + 1), v).astype(np.uint64) + neg  # |v|, int64's min too
     digits = np.searchsorted(_POWERS, magnitude, side="right")  # the number of digits (0: 0)
+    width = int(digits.max()) if len(digits) else 0
+    if width <= 17 and not neg.any():  # one key, no overflow: the digits moved to the left,
+        # `width` places, then the number of digits (a text before its extensions)
+        key = magnitude * _POWERS[width - digits] * np.uint64(width + 1) + digits.astype(np.uint64)
+        return np.argsort(key, kind="stable")
     aligned = magnitude * _POWERS[19 - digits]  # the digits moved to the left, 19 places
     keys = (digits, aligned, ~neg) if neg.any() else (digits, aligned)
     return np.lexsort(keys)

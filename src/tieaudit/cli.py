@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from . import __version__
+from ._memory import keep_freed_memory
 from ._numbers import parse_integer
 from .audit import DEFAULT_PERMUTATIONS, audit
 from .candidates import (
@@ -502,6 +503,8 @@ def _audit(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``tieaudit`` command; returns the exit status."""
     args = _parser().parse_args(argv)
+    if args.command in ("evaluate", "compare", "audit"):  # chunk after chunk, in this process
+        keep_freed_memory()
     try:
         if args.command == "evaluate":
             return _evaluate(args)

@@ -31,13 +31,16 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import pyarrow as pa
 
-from .batches import RowCheck, Source, open_source, whole_rows
+from ._memory import keep_freed_memory
+from .batches import RowCheck, RowKeys, Source, Span, open_source, plan_spans, read_span, whole_rows
 from .candidates import CandidateError, CandidateTable
+from .candidates_io import Records
 from .precision import cast_table, parse_precision
 from .evaluate import DEFAULT_SEEDS, evaluate
 from .measures import DEFAULT_MEASURES, Measure, parse_measures
@@ -146,6 +149,23 @@ def _evaluate_chunk(task: _Task, chunk: pa.Table | CandidateTable, name: str, wh
     return ev.sums(), ev.per_row() if task.per_row else None
 
 
+def _evaluate_span(task: _Task, path: Path, name: str, span: Span, n_lines: int | None
+                   ) -> tuple[tuple[Sums, pd.DataFrame | None] | CandidateError, RowKeys | None,
+                              int] | None:  # fmt: skip
+    """:func:`_evaluate_chunk` of the rows of ``span``, read here from the Parquet file ``path``
+    (only the path and the span cross to a worker, only sums come back), or the chunk's error;
+    with the keys that check its rows against the earlier spans' (first: a row out of place
+    explains the errors it causes) and its record offset. ``None``: no row starts in it."""
+    chunk, offset = read_span(path, span)
+    if chunk is None:
+        return None
+    try:
+        result: Any = _evaluate_chunk(task, chunk, name, Records(offset), (offset, n_lines))
+    except CandidateError as exc:
+        result = exc
+    return result, RowKeys.of(chunk), offset
+
+
 def _chunks(source: Source, max_rows: int | None, max_lines: int | None,
             whole: list[TieRule]) -> Iterator[tuple[pa.Table, int]]:  # fmt: skip
     """The chunks of ``source``, each checked for rows read before. A rule that needs the whole
@@ -208,16 +228,34 @@ def evaluate_stream(
     rows_parts: list[pd.DataFrame] = []
     bar = Progress(source.n_lines, "evaluate", enabled=progress)
 
-    def keep(result: tuple[Sums, pd.DataFrame | None], lines: int) -> None:
-        parts.append(result[0])
-        if result[1] is not None:
-            rows_parts.append(result[1])
+    def keep(result: tuple[Sums, pd.DataFrame | None] | None, lines: int) -> None:
+        if result is not None:
+            parts.append(result[0])
+            if result[1] is not None:
+                rows_parts.append(result[1])
         bar.update(lines)
 
-    items = (((chunk, source.name, source.where(offset), (offset, source.n_lines)), chunk.num_rows)
-             for chunk, offset in chunks)  # fmt: skip
+    path = source.parquet_path
+    spans = plan_spans(path, max_lines) if path is not None and max_lines else None
     try:
-        map_chunks(_evaluate_chunk, task, items, jobs, keep)
+        if spans is None:
+            items = (((chunk, source.name, source.where(offset), (offset, source.n_lines)),
+                      chunk.num_rows) for chunk, offset in chunks)  # fmt: skip
+            map_chunks(_evaluate_chunk, task, items, jobs, keep)
+        else:  # each process reads its own row groups
+            check = RowCheck(source)
+
+            def checked(result: Any, lines: int) -> None:
+                if result is not None:
+                    check.add_keys(result[1], result[2])
+                    if isinstance(result[0], CandidateError):
+                        raise result[0]
+                keep(None if result is None else result[0], lines)
+
+            ends = [*(s.line for s in spans[1:]), source.n_lines]
+            items = (((path, source.name, s, source.n_lines), end - s.line)
+                     for s, end in zip(spans, ends, strict=True))  # fmt: skip
+            map_chunks(_evaluate_span, task, items, jobs, checked)
     finally:
         bar.close()
     if not parts:
@@ -311,7 +349,7 @@ def map_chunks(work: Callable[..., Any], task: Any, items: Iterator[tuple[tuple,
         return
     pending: deque[tuple[Future, int]] = deque()
     context = multiprocessing.get_context("spawn")  # no fork of a process running Arrow threads
-    with ProcessPoolExecutor(jobs, mp_context=context) as pool:
+    with ProcessPoolExecutor(jobs, mp_context=context, initializer=keep_freed_memory) as pool:
         try:
             for args, lines in items:
                 pending.append((pool.submit(work, task, *args), lines))
