@@ -6,6 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 CORES  ?= 2
+CENSUS_JOBS ?= 4
 # Snakemake with a progress line, warnings and errors in full, its whole output in a log file
 QUIET  := $(BIN)/python -m tieaudit.quiet
 # the test suite runs on every core (pytest-xdist); a module's tests stay on one worker, so its
@@ -46,8 +47,10 @@ test-adapters: $(STAMP)  ## probe the torch and jit adapters (installs torch 2.1
 
 # every adapter's library in an environment of its own under .census/ (pins from
 # src/tieaudit/probe/adapters/census.toml), probed there; never part of make test
+# CENSUS_JOBS environments are installed at once (installing mostly waits on indexes and disk)
 census: $(STAMP)  ## probe every adapter's library in its own environment; results/census/evaluators.{csv,md}
-	nice -n 10 $(BIN)/python -m tieaudit.probe.census --cache .census --out results/census
+	nice -n 10 $(BIN)/python -m tieaudit.probe.census --cache .census --out results/census \
+		--jobs $(CENSUS_JOBS)
 
 test-slurm: $(STAMP)  ## run the demo through a throw-away one-node Slurm cluster (root; about 15 min)
 	bash tests/slurm/run_slurm_test.sh

@@ -23,6 +23,7 @@ include: "workflow/rules/score.smk"
 include: "workflow/rules/evaluate.smk"
 include: "workflow/rules/paper.smk"
 include: "workflow/rules/probe.smk"
+include: "workflow/rules/casting.smk"
 
 
 rule all:

@@ -142,7 +142,8 @@ def test_every_broken_key_is_named_at_once(tmp_path: Path) -> None:
     cfg["scorers"]["nofile"] = {"scorer": "no/such/file.py:Mine"}
     cfg["scorers"]["noclass"] = {"scorer": "examples/my_scorer.py:NoSuchScorer"}
     cfg["paper"] = {"reference": "config/no_such_reference.yaml",
-                    "evaluators": ["numpy-stable", "sklern"]}  # fmt: skip
+                    "evaluators": ["numpy-stable", "sklern"],
+                    "score_precisions": ["float16", "float8"]}  # fmt: skip
     (tmp_path / "examples").mkdir()
     for name in ("my_scorer.py", "<mine>.py"):
         (tmp_path / "examples" / name).write_text((ROOT / "examples" / "my_scorer.py").read_text())
@@ -172,6 +173,7 @@ def test_every_broken_key_is_named_at_once(tmp_path: Path) -> None:
         "config: scorers.nofile: scorer file 'no/such/file.py' does not exist",
         "config: scorers.noclass: module 'examples/my_scorer.py' has no attribute 'NoSuchScorer'",
         "config: paper.evaluators: no adapter 'sklern'; registered: numpy-stable,",
+        "config: paper.score_precisions, item 2: unknown score precision 'float8'; give one of",
         "config: paper.reference: no file",
         "config: datasets: 'x' and 'x_full' cannot be run together: "
         "results/paper/figures/x_full_rules.* would be a figure of both",

@@ -256,6 +256,19 @@ def test_evaluators_section_only_when_the_file_is_an_input(tmp_path) -> None:
     assert 'id="evaluators"' not in results_page(inp)
 
 
+def test_the_casting_table_has_its_section_when_the_run_wrote_it(tmp_path) -> None:
+    from tieaudit.precision import cast_summary
+
+    inp = write_paper_dir(tmp_path / "paper")
+    assert 'id="casting"' not in results_page(inp)
+    table = cast_summary(candidates("s", 3), ["float16", "round:1"], HEADLINE)
+    write_table(table.assign(dataset="d1", scorer="s"), tmp_path / "paper" / "casting.csv")
+    page = results_page(write_paper_dir(tmp_path / "paper"))
+    section = page[page.index('id="casting"'):].split("</table>")[0]
+    assert section.count("<tr><td>") == len(table) == 3 * len(HEADLINE)
+    assert "<td>round:1</td>" in section and "<td>none</td>" in section
+
+
 def test_same_inputs_and_date_give_the_same_page(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")
     one = results_page(write_paper_dir(tmp_path / "a"))

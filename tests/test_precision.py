@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from tieaudit.candidates import as_table
-from tieaudit.precision import cast_scores, cast_table, parse_precision
+from tieaudit.precision import CAST_COLUMNS, cast_scores, cast_summary, cast_table, parse_precision
 
 
 def _bf16_reference(x: float) -> float:
@@ -84,6 +84,61 @@ def test_a_cast_makes_ties_and_a_summary_table_is_refused() -> None:
                                      "n_tied": [3], "n_lower": [5]}))  # fmt: skip
     with pytest.raises(ValueError, match="counts candidates it does not store"):
         cast_table(summary, "float16")
+
+
+# ---------------------------------------------------------------------- the casting table
+def test_cast_summary_gives_each_precision_s_ties_and_inflation(tmp_path) -> None:
+    from tieaudit import evaluate, read_candidates
+
+    data = _near_ties(tmp_path / "c.csv")
+    got = cast_summary(data, ["round:2", "float16", "round:2", "round:6"], ["nDCG@10", "HR@1"])
+    assert list(got.columns) == list(CAST_COLUMNS)
+    # the stored scores first, then each precision once, in the order given
+    assert got["precision"].drop_duplicates().tolist() == ["none", "round:2", "float16",
+                                                           "round:6"]  # fmt: skip
+    assert (got["rows"] == 40).all()
+    table = read_candidates(data)
+    for line in got.itertuples(index=False):
+        cast = cast_table(table, None if line.precision == "none" else line.precision)
+        ev = evaluate(cast, [line.metric], ["input_order", "expected"])
+        assert line.input_order == pytest.approx(ev.mean("input_order", line.metric), abs=1e-12)
+        assert line.expected == pytest.approx(ev.mean("expected", line.metric), abs=1e-12)
+        assert line.inflation == pytest.approx(line.input_order - line.expected, abs=1e-15)
+    tied = got.drop_duplicates("precision").set_index("precision")["tied"]
+    # no ties as stored; every score of a row rounds to 3.0 at two decimals
+    assert tied.to_dict() == {"none": 0.0, "round:2": 1.0, "float16": tied["float16"],
+                              "round:6": 0.0}  # fmt: skip
+    assert 0 < tied["float16"] < 1
+    hr1 = got.set_index(["precision", "metric"]).loc[("round:2", "HR@1")]
+    assert hr1.input_order == 1.0 and hr1.expected == pytest.approx(1 / 20)
+
+
+def test_cast_summary_streams_chunks_and_parts_alike(tmp_path) -> None:
+    import pyarrow.dataset as ds
+
+    data = _near_ties(tmp_path / "c.csv")
+    frame = pd.read_csv(data)
+    parts = []
+    for i, rows in enumerate((range(0, 13), range(13, 40))):  # two parts of whole rows
+        path = tmp_path / f"scores.{i}.parquet"
+        frame[frame["row"].isin([f"r{r}" for r in rows])].to_parquet(path, index=False)
+        parts.append(str(path))
+    args = (["float16", "bfloat16", "round:3"], ["nDCG@10", "MRR@10"])
+    whole = cast_summary(data, *args)
+    for other in (cast_summary(data, *args, chunk_rows=3),
+                  cast_summary(ds.dataset(parts, format="parquet"), *args, chunk_rows=7)):
+        pd.testing.assert_frame_equal(other, whole, rtol=0, atol=1e-12)
+
+
+def test_cast_summary_refuses_what_it_cannot_cast(tmp_path) -> None:
+    data = _near_ties(tmp_path / "c.csv")
+    with pytest.raises(ValueError, match="unknown score precision 'float64'"):
+        cast_summary(data, ["float64"], ["HR@10"])
+    summary = as_table(pd.DataFrame({"row": ["a"], "user_id": ["u"], "item_id": ["x"],
+                                     "label": [1], "score": [1.0], "n_higher": [0],
+                                     "n_tied": [3], "n_lower": [5]}))  # fmt: skip
+    with pytest.raises(ValueError, match="counts candidates it does not store"):
+        cast_summary(summary, ["float16"], ["HR@10"])
 
 
 # ---------------------------------------------------------------------- the command line

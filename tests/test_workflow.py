@@ -82,6 +82,28 @@ def test_evaluator_table(demo_run: Path) -> None:
     assert "| adapter |" in (paper / "evaluators.md").read_text()
 
 
+def test_casting_table(demo_run: Path) -> None:
+    """Each dataset's and scorer's sampled scores cast to each precision of the demo config:
+    the uncast lines are the pipeline's own evaluation, and a cast only adds ties."""
+    import yaml
+
+    paper = demo_run / "results" / "paper"
+    table = pd.read_csv(paper / "casting.csv", keep_default_na=False)
+    casts = yaml.safe_load(DEMO.read_text())["paper"]["score_precisions"]
+    assert list(table["precision"].drop_duplicates()) == ["none", *casts]
+    assert len(table) == 2 * 3 * (1 + len(casts)) * 2  # datasets, scorers, precisions, headline
+    for (d, s), block in table.groupby(["dataset", "scorer"]):
+        m = pd.read_csv(demo_run / "results" / d / "sampled" / s / "metrics.csv")
+        for line in block[block["precision"] == "none"].itertuples():
+            v = m[m["metric"] == line.metric].set_index("rule")["value"]
+            assert line.input_order == pytest.approx(v["input_order"], abs=1e-12)
+            assert line.expected == pytest.approx(v["expected"], abs=1e-12)
+        tied = block.drop_duplicates("precision").set_index("precision")["tied"]
+        assert (tied >= tied["none"]).all(), (d, s)  # a cast never separates equal scores
+    assert "| dataset | scorer | precision |" in (paper / "casting.md").read_text()
+    assert 'id="casting"' in (paper / "index.html").read_text()
+
+
 def test_invariance_verdicts(demo_run: Path) -> None:
     for path in (demo_run / "results").glob("*/*/*/audit/invariance.csv"):
         inv = pd.read_csv(path).drop_duplicates("rule").set_index("rule")["invariant"]

@@ -6,7 +6,8 @@
 the ranking flips (the sections of ``ranking_flips.md``), the figures (the SVG files, inlined), the
 verdicts of ``compare.md`` on that dataset, and the reporting checklists (collapsed); then the
 comparison with the paper, an optional table of evaluators (``evaluators.csv``, when the run
-wrote one) and the provenance (the config as YAML, the versions, the data files with size and
+wrote one), an optional casting table (``casting.csv``, :func:`tieaudit.precision.cast_summary`
+of each scorer) and the provenance (the config as YAML, the versions, the data files with size and
 sha256, the date).
 
 The page makes no request: styles are inline, figures are inline SVG (their ids prefixed so
@@ -377,6 +378,14 @@ def results_page(inp: PageInputs) -> str:
         body.append('<h2 id="evaluators">Evaluators</h2>')
         body.append(_frame_html(pd.read_csv(d_ / "evaluators.csv", keep_default_na=False),
                                 "evaluators"))  # fmt: skip
+    if "casting.csv" in present:
+        body.append('<h2 id="casting">Scores cast to a lower precision</h2>')
+        body.append("<p>What casting each scorer's sampled scores does (<code>none</code>: as "
+                    "stored): <code>tied</code>, the share of rows whose relevant item ties with "
+                    "another candidate; <code>inflation</code>, <code>input_order</code> minus "
+                    "<code>expected</code>.</p>")  # fmt: skip
+        body.append(_frame_html(pd.read_csv(d_ / "casting.csv", keep_default_na=False),
+                                "casting"))  # fmt: skip
     body.append(_provenance(inp))
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"

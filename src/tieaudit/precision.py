@@ -24,22 +24,39 @@ is tied, and ``input_order`` against ``expected`` the inflation the stored order
 The result is float64 again, holding the cast values exactly. It needs every candidate's score:
 a summary table (whose tie groups are counts) or a table with counts of unstored candidates is
 refused.
+
+:func:`cast_summary` gives the whole picture for several precisions at once, streamed through
+the rows a chunk at a time (the pipeline's casting table, ``paper.score_precisions``): per
+precision, the share of rows whose relevant item is tied and the means of ``input_order`` and
+``expected``; :func:`cast_effect` is its one-line form for one precision.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
+import pandas as pd
 
-from .candidates import CandidateTable
-from .measures import Measure
+from .candidates import CandidateError, CandidateTable
+from .measures import Measure, parse_measures
 
-__all__ = ["PRECISIONS", "cast_effect", "cast_scores", "cast_table", "parse_precision"]
+__all__ = [
+    "CAST_COLUMNS", "PRECISIONS", "UNCAST", "cast_effect", "cast_scores", "cast_summary",
+    "cast_table", "parse_precision",
+]  # fmt: skip
 
 #: The precisions, as written after ``--score-precision``.
 PRECISIONS = ("float32", "float16", "bfloat16", "round:D")
+#: The ``precision`` of :func:`cast_summary`'s lines about the scores as stored.
+UNCAST = "none"
+#: The columns of :func:`cast_summary`'s table.
+CAST_COLUMNS = ("precision", "rows", "tied", "metric", "input_order", "expected", "inflation")
+#: The rules whose means :func:`cast_summary` compares.
+_CAST_RULES = ("input_order", "expected")
 _ROUND = re.compile(r"round:([0-9]{1,2})")
 _MAX_DECIMALS = 15
 
@@ -102,21 +119,67 @@ def cast_table(table: CandidateTable, precision: str | None) -> CandidateTable:
     return replace(table, score=cast_scores(table.score, p))
 
 
-def _tied_share(table: CandidateTable) -> float:
-    """The share of rows whose best relevant item ties with another candidate."""
+def _tied_rows(table: CandidateTable) -> int:
+    """The number of rows whose best relevant item ties with another candidate."""
     from .ties import tie_structure
 
     ts = tie_structure(table, members=False)
     has = ts.first >= 0
-    return float((ts.t[ts.first[has]] > 1).sum() / ts.n_rows) if ts.n_rows else 0.0
+    return int((ts.t[ts.first[has]] > 1).sum())
 
 
-def _inflation(table: CandidateTable, measure: Measure) -> float:
-    """``input_order`` minus ``expected``: the mean of ``measure`` over rows."""
+def _tables(data: Any, memory: int | str | None,
+            chunk_rows: int | None) -> Iterator[CandidateTable]:  # fmt: skip
+    """The chunks of whole rows of ``data`` (a :class:`CandidateTable`: itself, one chunk)."""
+    from .rules import parse_rules
+    from .stream import chunk_table, open_chunks
+
+    if isinstance(data, CandidateTable):
+        yield data
+        return
+    source, chunks, _ = open_chunks(data, parse_rules(_CAST_RULES), chunk_rows, memory)
+    for chunk, offset in chunks:
+        yield chunk_table(chunk, source.name, source.where(offset), (offset, source.n_lines))
+
+
+def cast_summary(data: Any, precisions: Iterable[str], measures: Iterable[str | Measure],
+                 *, memory: int | str | None = "1GB",
+                 chunk_rows: int | None = None) -> pd.DataFrame:  # fmt: skip
+    """What casting the scores of ``data`` to each of ``precisions`` does, streamed through its
+    rows a chunk at a time (``memory``, ``chunk_rows``: as :func:`tieaudit.evaluate_stream`
+    takes them; ``data``: what it reads, or a :class:`CandidateTable`).
+
+    One line per precision (the stored scores first, as :data:`UNCAST`; then ``precisions`` in
+    order, each once) and measure (:data:`CAST_COLUMNS`): ``rows`` evaluated, ``tied`` the
+    share of them whose best relevant item ties with another candidate, the means of the measure
+    under ``input_order`` and ``expected``, and ``inflation``, the first minus the second. Each
+    chunk is cast and evaluated once per precision; the means are merged from the chunks' sums
+    (:class:`tieaudit.sums.Sums`), so they do not depend on the chunking beyond rounding.
+    """
     from .evaluate import evaluate
+    from .sums import Sums
 
-    ev = evaluate(table, [measure], ["input_order", "expected"])
-    return ev.mean("input_order", measure) - ev.mean("expected", measure)
+    levels = [None, *dict.fromkeys(parse_precision(p) for p in precisions)]
+    ms = parse_measures(measures)
+    tied = [0] * len(levels)
+    sums: list[list[Sums]] = [[] for _ in levels]
+    source = getattr(data, "source", str(data))
+    for table in _tables(data, memory, chunk_rows):
+        casts = [cast_table(table, p) for p in levels]  # a table it cannot cast: refused first
+        for i, cast in enumerate(casts):
+            tied[i] += _tied_rows(cast)
+            sums[i].append(evaluate(cast, ms, _CAST_RULES).sums())
+    if not sums[0]:
+        raise CandidateError(f"{source}: no candidates (the table is empty)")
+    lines = []
+    for p, n_tied, parts in zip(levels, tied, sums, strict=True):
+        merged = Sums.merge(parts)
+        value = merged.summary().set_index(["rule", "metric"])["value"]
+        for m in map(str, ms):
+            stored, exact = (float(value[(r, m)]) for r in _CAST_RULES)
+            lines.append((p or UNCAST, merged.n_rows, n_tied / merged.n_rows, m, stored, exact,
+                          stored - exact))  # fmt: skip
+    return pd.DataFrame(lines, columns=list(CAST_COLUMNS))
 
 
 def _signed(x: float) -> str:
@@ -126,11 +189,11 @@ def _signed(x: float) -> str:
 def cast_effect(table: CandidateTable, precision: str, measure: Measure) -> str:
     """One line saying what casting ``table``'s scores to ``precision`` does: the share of rows
     whose relevant item is tied, and the inflation of ``input_order`` over ``expected`` on
-    ``measure``, each cast and uncast."""
-    cast = cast_table(table, precision)
+    ``measure``, each cast and uncast (:func:`cast_summary` of the one table)."""
+    before, after = cast_summary(table, [precision], [measure]).itertuples(index=False)
     return (
         f"--score-precision {precision}: the relevant item ties in "
-        f"{100 * _tied_share(cast):.1f}% of the rows ({100 * _tied_share(table):.1f}% uncast); "
-        f"input_order - expected {measure}: {_signed(_inflation(cast, measure))} "
-        f"({_signed(_inflation(table, measure))} uncast)"
+        f"{100 * after.tied:.1f}% of the rows ({100 * before.tied:.1f}% uncast); "
+        f"input_order - expected {measure}: {_signed(after.inflation)} "
+        f"({_signed(before.inflation)} uncast)"
     )

@@ -103,6 +103,43 @@ def test_an_environment_that_cannot_be_installed_is_a_line_saying_so(monkeypatch
     assert row["env"] == "sklearn"
 
 
+def test_environments_installed_side_by_side_give_the_same_table(monkeypatch) -> None:
+    import sys
+    import threading
+    import time
+
+    done: list[str] = []
+    lock = threading.Lock()
+
+    def here(env: Environment, cache: Path):  # the first environment finishes last
+        time.sleep(0.5 if env.name == "numpy-stable" else 0.0)
+        with lock:
+            done.append(env.name)
+        return Path(sys.executable), ""
+
+    probed: list[str] = []
+    real = census_mod._probe_env
+
+    def probe_env(env: Environment, *args, **kwargs):
+        probed.append(env.name)
+        return real(env, *args, **kwargs)
+
+    monkeypatch.setattr(census_mod, "install", here)
+    monkeypatch.setattr(census_mod, "_probe_env", probe_env)
+    names = ["numpy-stable", "pandas-rank-max", "sklearn-ignore-ties"]
+    one = census(Path("unused"), names)
+    assert done == probed == ["numpy-stable", "sklearn"]
+    done.clear()
+    probed.clear()
+    two = census(Path("unused"), names, jobs=2)
+    # installed at once: the quicker one first, and probed first
+    assert done == probed == ["sklearn", "numpy-stable"]
+    pd.testing.assert_frame_equal(one, two)
+    assert set(one["env"]) == {"numpy-stable", "sklearn"} and len(one) == 2 * 2 + 1
+    with pytest.raises(CensusError, match="jobs must be >= 1"):
+        census(Path("unused"), names, jobs=0)
+
+
 def test_pip_errors_are_cut_to_their_gist() -> None:
     text = "Collecting x\n  Downloading x\nERROR: Could not build wheels for lightfm\nmore\n"
     assert census_mod._gist(text) == "ERROR: Could not build wheels for lightfm"

@@ -9,6 +9,7 @@ from urllib.request import url2pathname
 
 from tieaudit.dependencies import library_files
 from tieaudit.measures import parse_measure
+from tieaudit.precision import parse_precision
 from tieaudit.probe.adapters import adapter_names
 from tieaudit.rules import parse_rule
 from tieaudit.scorers import ScorerInterfaceError, ScorerLoadError, check_scorer_spec
@@ -249,6 +250,12 @@ def check_config(config):
                 f"config: paper.evaluators: no adapter {name!r}; registered: "
                 f"{', '.join(adapter_names())}"
             )
+    casts = []
+    for i, text in enumerate(config["paper"]["score_precisions"], start=1):
+        try:
+            casts.append(parse_precision(text))
+        except ValueError as exc:
+            errors.append(f"config: paper.score_precisions, item {i}: {exc}")
     reference = ROOT / config["paper"]["reference"]
     if not reference.is_file():
         errors.append(
@@ -261,6 +268,7 @@ def check_config(config):
     ev["headline"] = [str(m) for m in headline]
     ev["rules"] = [str(r) for r in rules]
     ev["reported_rule"] = str(reported)
+    config["paper"]["score_precisions"] = list(dict.fromkeys(casts))
 
 
 check_config(config)
@@ -274,6 +282,8 @@ FULL = "full" in SETTINGS
 # names some; none, no table.
 EVALUATORS = config["paper"]["evaluators"]
 EVALUATORS = adapter_names() if EVALUATORS is None else list(dict.fromkeys(EVALUATORS))
+# The precisions of the casting table (casting.smk); none, no table.
+CASTS = config["paper"]["score_precisions"]
 
 
 wildcard_constraints:
@@ -548,6 +558,8 @@ def paper_outputs():
     out += ["results/paper/compare.md", "results/paper/checklist.md"]
     if EVALUATORS:
         out += ["results/paper/evaluators.csv", "results/paper/evaluators.md"]
+    if CASTS:
+        out += ["results/paper/casting.csv", "results/paper/casting.md"]
     out += expand(
         "results/paper/figures/{dataset}_{kind}.{ext}",
         dataset=DATASETS,

@@ -5,12 +5,19 @@ The pinned requirements live in one file, :data:`REQUIREMENTS` (``adapters/censu
 table per registered adapter, giving either its ``requirements`` or ``env``, the adapter whose
 environment it shares (the ir_measures providers share one). Pins that conflict (numpy < 2 for
 rankereval, torch for others) coexist because every environment is separate. An environment is
-``CACHE/<env>/`` (a virtualenv made with this interpreter), installed once with one ``pip
-install`` of the pins and tieaudit's own dependencies (read from ``pyproject.toml``, unpinned,
+``CACHE/<env>/`` (a virtualenv made with this interpreter, without pip), installed once by this
+interpreter's pip (``pip --python``: pip 22.3 or later) with one ``pip install --no-compile`` (a
+child compiles only the modules it imports) of the pins and tieaudit's own dependencies (read from ``pyproject.toml``, unpinned,
 so the resolver fits them to the pins); tieaudit itself is never installed there: the child
 imports it from this checkout's ``src`` (``PYTHONPATH``), so pip cannot change the library's
 pins. A stamp holding the requirement list marks an environment complete; a changed list
 rebuilds it.
+
+Installing is mostly waiting (on the package indexes and the disk), probing is computing: with
+``jobs`` > 1 that many environments are installed side by side by threads (each one ``pip``
+process) while the environments already installed are probed, one child at a time, in the order
+their installs end; the table does not depend on ``jobs``. The log gives each environment's install
+time and each adapter's probe time.
 
 For every adapter, one child process in its environment runs :func:`tieaudit.probe.probe` for
 every measure the adapter computes (at cutoff :data:`K`), printing one JSON object each; the parent
@@ -34,6 +41,7 @@ import sys
 import time
 import tomllib
 from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -151,17 +159,22 @@ def install(env: Environment, cache: Path) -> tuple[Path | None, str]:
     if stamp.is_file() and stamp.read_text() == env.digest and _python(folder).exists():
         return _python(folder), ""
     log.info("installing %s: %s", env.name, " ".join(env.requirements))
+    started = time.monotonic()
     stamp.unlink(missing_ok=True)
+    # an environment without pip of its own, filled by this interpreter's pip (--python): the
+    # pip a fresh virtualenv bundles can be years older and resolve many times slower
     steps = [
-        [sys.executable, "-m", "venv", "--clear", str(folder)],
-        [str(_python(folder)), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-         *env.requirements, *base_requirements()],
+        [sys.executable, "-m", "venv", "--clear", "--without-pip", str(folder)],
+        [sys.executable, "-m", "pip", "--python", str(_python(folder)), "install", "--quiet",
+         "--disable-pip-version-check", "--no-compile", *env.requirements, *base_requirements()],
     ]  # fmt: skip
     for cmd in steps:
         out = subprocess.run(cmd, capture_output=True, text=True)
         if out.returncode != 0:
+            log.info("%s not installed after %.0f s", env.name, time.monotonic() - started)
             return None, _gist(out.stderr + out.stdout)
     stamp.write_text(env.digest)
+    log.info("%s installed in %.0f s", env.name, time.monotonic() - started)
     return _python(folder), ""
 
 
@@ -194,7 +207,10 @@ def _children(python: Path | str, adapter_name: str, metrics: list[str], timeout
               ) -> list[dict]:  # fmt: skip
     """Every metric of one adapter probed by one child (the library imported once): one JSON
     object a line, in the order asked; a child that fails gives each missing metric its error."""
+    # the environments are installed without compiling: the child compiles (and keeps) only
+    # the modules it imports
     env = dict(os.environ, PYTHONPATH=str(_SRC), PYTHONHASHSEED="0")
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     cmd = [str(python), "-m", "tieaudit.probe.census", "--child", adapter_name, *metrics]
     try:
         out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
@@ -235,40 +251,58 @@ def census(
     names: Sequence[str] | None = None,
     requirements: str | Path = REQUIREMENTS,
     timeout: float = 3600.0,
+    jobs: int = 1,
 ) -> pd.DataFrame:
     """Probe every adapter (those ``names``) for every measure it computes, each in its own
     environment under ``cache`` (``None``: every one in this interpreter, nothing installed: the
     libraries this environment has, and a line saying which it lacks). ``timeout``: seconds the
-    child probing one adapter's measures may take."""
-    records = []
-    for env in environments(requirements, names):
-        started = time.monotonic()
+    child probing one adapter's measures may take; ``jobs``: environments installed at once
+    (each probed as soon as it is installed; the table is sorted, whatever the order)."""
+    if jobs < 1:
+        raise CensusError(f"jobs must be >= 1, got {jobs}")
+    envs = environments(requirements, names)
+    records: list[dict[str, object]] = []
+    begun = time.monotonic()
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
         if cache is None:
-            python, why = Path(sys.executable), ""
-        else:
-            python, why = install(env, Path(cache))
-        for name in env.adapters:
-            adapter = get_adapter(name)
-            metrics = [f"{m}@{K}" for m in adapter.measures]
-            if python is None or (cache is None and not adapter.available()):
-                reason = why or adapter.install
-                for metric in metrics:
-                    records.append(_line(name, env.name, metric,
-                                         {"error": f"{NOT_INSTALLED}: {reason}"}))  # fmt: skip
-                continue
-            log.info("probing %s: %s", name, ", ".join(metrics))
-            for metric, got in zip(metrics, _children(python, name, metrics, timeout),
-                                   strict=True):  # fmt: skip
-                records.append(_line(name, env.name, metric, got))
-                log.info("%s %s: %s %s", name, metric, records[-1]["behaviour"],
-                         records[-1]["note"][:200])  # fmt: skip
-        log.info("%s done in %.0f s", env.name, time.monotonic() - started)
+            ready = ((env, (Path(sys.executable), "")) for env in envs)
+        else:  # submitted in name order, probed as soon as installed
+            installs = {pool.submit(install, env, Path(cache)): env for env in envs}
+            ready = ((installs[f], f.result()) for f in as_completed(installs))
+        for env, (python, why) in ready:
+            records += _probe_env(env, python, why, here=cache is None, timeout=timeout)
+            log.info("%s done, %.0f s since the census began", env.name,
+                     time.monotonic() - begun)  # fmt: skip
     frame = pd.DataFrame(records, columns=list(CENSUS_COLUMNS))
     for c in ("behaviour", "version"):  # a library that could not be installed says so
         gone = frame["note"].str.startswith(NOT_INSTALLED)
         frame.loc[gone, c] = NOT_INSTALLED
     return frame.sort_values(["library", "function", "measure", "adapter"], kind="stable",
                              ignore_index=True)  # fmt: skip
+
+
+def _probe_env(env: Environment, python: Path | None, why: str, here: bool,
+               timeout: float) -> list[dict[str, object]]:  # fmt: skip
+    """The lines of every adapter of ``env``, probed with ``python`` (``None``: not installed,
+    ``why``); ``here``: this interpreter, where an adapter whose library is missing says so."""
+    records = []
+    for name in env.adapters:
+        adapter = get_adapter(name)
+        metrics = [f"{m}@{K}" for m in adapter.measures]
+        if python is None or (here and not adapter.available()):
+            reason = why or adapter.install
+            for metric in metrics:
+                records.append(_line(name, env.name, metric,
+                                     {"error": f"{NOT_INSTALLED}: {reason}"}))  # fmt: skip
+            continue
+        log.info("probing %s: %s", name, ", ".join(metrics))
+        probed = time.monotonic()
+        for metric, got in zip(metrics, _children(python, name, metrics, timeout), strict=True):
+            records.append(_line(name, env.name, metric, got))
+            log.info("%s %s: %s %s", name, metric, records[-1]["behaviour"],
+                     records[-1]["note"][:200])  # fmt: skip
+        log.info("%s probed in %.0f s", name, time.monotonic() - probed)
+    return records
 
 
 def _cell(v: object) -> str:
@@ -326,6 +360,8 @@ def main(argv: Iterable[str] | None = None) -> int:
                         help="the pinned requirements (default: the adapters' census.toml)")  # fmt: skip
     parser.add_argument("--adapter", action="append", dest="names", metavar="NAME",
                         help="only this adapter (repeatable)")  # fmt: skip
+    parser.add_argument("--jobs", type=int, default=1, metavar="N",
+                        help="environments installed at once (default: 1)")  # fmt: skip
     parser.add_argument("--child", nargs="+", metavar="ADAPTER METRIC", help=argparse.SUPPRESS)
     args = parser.parse_args(None if argv is None else list(argv))
     if args.child:
@@ -335,7 +371,8 @@ def main(argv: Iterable[str] | None = None) -> int:
         return 0
     logging.basicConfig(level=logging.INFO, format="census: %(message)s")
     try:
-        frame = census(None if args.here else args.cache, args.names, args.requirements)
+        frame = census(None if args.here else args.cache, args.names, args.requirements,
+                       jobs=args.jobs)  # fmt: skip
     except CensusError as exc:
         print(f"tieaudit: error: {exc}", file=sys.stderr)
         return 2
