@@ -3,15 +3,14 @@
 import pandas as pd
 
 from tieaudit.io import atomic_write_many, frame_to_markdown, frame_to_text
+from tieaudit.precision import casting_table
 from tieaudit.workflow import start
 
 log = start(snakemake)  # noqa: F821 - injected by Snakemake
 p = snakemake.params  # noqa: F821
 inp = snakemake.input  # noqa: F821
-frames = [pd.read_csv(path).assign(dataset=d, scorer=s)
-          for (d, s), path in zip(p.results, inp.parts, strict=True)]  # fmt: skip
-table = pd.concat(frames, ignore_index=True)
-table = table[["dataset", "scorer", *frames[0].columns.drop(["dataset", "scorer"])]]
+table = casting_table((d, s, pd.read_csv(path))
+                      for (d, s), path in zip(p.results, inp.parts, strict=True))  # fmt: skip
 out = snakemake.output  # noqa: F821
 atomic_write_many({out.csv: frame_to_text(table), out.md: frame_to_markdown(table)})
 log.info("\n%s", table.to_string())

@@ -51,8 +51,9 @@ CONFIG = {
         "popularity": {"scorer": "popularity", "options": {}},
         "recency": {"scorer": f"{PLUGIN}:RecencyAttributeScorer", "options": {}},
     },
-    # one cheap adapter: the evaluator table's step runs, without probing every library
-    "paper": {"evaluators": ["numpy-stable"]},
+    # one cheap adapter and one precision: the evaluator table's and the casting table's steps
+    # run, without probing every library
+    "paper": {"evaluators": ["numpy-stable"], "score_precisions": ["float16"]},
 }
 
 

@@ -46,7 +46,7 @@ from .measures import Measure, parse_measures
 
 __all__ = [
     "CAST_COLUMNS", "PRECISIONS", "UNCAST", "cast_effect", "cast_scores", "cast_summary",
-    "cast_table", "parse_precision",
+    "cast_table", "casting_table", "parse_precision",
 ]  # fmt: skip
 
 #: The precisions, as written after ``--score-precision``.
@@ -180,6 +180,13 @@ def cast_summary(data: Any, precisions: Iterable[str], measures: Iterable[str | 
             lines.append((p or UNCAST, merged.n_rows, n_tied / merged.n_rows, m, stored, exact,
                           stored - exact))  # fmt: skip
     return pd.DataFrame(lines, columns=list(CAST_COLUMNS))
+
+
+def casting_table(parts: Iterable[tuple[str, str, pd.DataFrame]]) -> pd.DataFrame:
+    """Several datasets' and scorers' :func:`cast_summary` frames in one table, in the order
+    given, with the columns ``dataset`` and ``scorer`` first."""
+    frames = [frame.assign(dataset=d, scorer=s) for d, s, frame in parts]
+    return pd.concat(frames, ignore_index=True)[["dataset", "scorer", *CAST_COLUMNS]]
 
 
 def _signed(x: float) -> str:
