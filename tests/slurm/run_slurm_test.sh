@@ -415,9 +415,9 @@ jobs_of_run() {  # jobs_of_run RUN_ID: "jobid|comment|state" per Slurm job of th
     sacct -n -X -P --starttime now-1days -o JobIDRaw,Comment%200,State --name "$1"
 }
 
-tables() {  # tables DIR: the result tables, relative paths, sorted
+tables() {  # tables DIR: the result tables, relative paths, sorted (the audit files, not its parts/)
     (cd "$1" && ls results/paper/*.csv results/paper/*.md results/paper/*.tex \
-        results/*/*/*/metrics.csv results/*/*/*/audit/* 2>/dev/null | sort)
+        results/*/*/*/metrics.csv results/*/*/*/audit/*.* 2>/dev/null | sort)
 }
 
 same_tables() {  # same_tables DIR_A DIR_B: the same list of tables and identical bytes
