@@ -194,7 +194,7 @@ class _Closure:
         self.root = package_dir
         self.package = package_dir.resolve().name
         self._files: dict[str, Path | None] = {}
-        self._direct: dict[tuple[Path, str | None], set[str]] = {}
+        self._direct: dict[tuple[Path, str], set[str]] = {}
 
     def module_name(self, path: Path) -> str:
         """The dotted name of the package file ``path``."""
@@ -264,11 +264,13 @@ class _Closure:
 
     def direct(self, path: Path, module: str | None) -> set[str]:
         """The package modules ``path`` (the module named ``module``, or a script) imports."""
-        key = (path, module)
-        if module is None or key not in self._direct:  # a script is read afresh every time
-            names = self.named(path, module) | set(_chains_of(_parse(path), self.package))
-            self._direct[key] = {m for name in names for m in self.resolve(name)}
-        return self._direct[key]
+        if module is not None and (path, module) in self._direct:
+            return self._direct[(path, module)]
+        names = self.named(path, module) | set(_chains_of(_parse(path), self.package))
+        found = {m for name in names for m in self.resolve(name)}
+        if module is not None:  # a package module, kept; a script is read afresh every time
+            self._direct[(path, module)] = found
+        return found
 
     def files(self, scripts: Iterable[str | Path], modules: Iterable[str] = ()) -> set[Path]:
         seen: set[str] = set()
