@@ -533,28 +533,57 @@ check "the workflow with a killed job fails (exit $rc)" test "$rc" -ne 0
 victim_state=$(sacct -n -X -P -j "$victim" -o State,ExitCode | head -n 1)
 check "sacct records job $victim as FAILED ($victim_state)" grep -q '^FAILED|' <<<"$victim_state"
 check "Snakemake reported the Slurm job as failed" grep -q "SLURM-job '$victim' failed" "$TMP/log/run-killed.log"
-# the job's outputs: results/<dataset>/<setting>/<scorer>/audit/{invariance,diagnostics}.csv,
-# checklist.md; its comment joins the wildcards dataset, setting, scorer with '_'
+# the job's outputs: with row_chunks > 1 (this configuration) an audit job audits one part and
+# writes results/<dataset>/<setting>/<scorer>/audit/parts/audit_rows.<part>.parquet, which
+# merge_audit joins into audit/{invariance,diagnostics}.csv and checklist.md; with one part the
+# audit job writes those three itself. Its comment joins the wildcards dataset, setting, scorer
+# (and part) with '_'.
 wc_part=${victim_comment#rule_audit_wildcards_}
-VICTIM_OUT=$(sed -E 's#^(.*)_(sampled|full)_(attribute_overlap|residualized_attribute|popularity)$#results/\1/\2/\3/audit#' <<<"$wc_part")
+[[ $wc_part =~ ^(.*)_(sampled|full)_(attribute_overlap|residualized_attribute|popularity)(_([0-9]+))?$ ]] ||
+    fail "cannot read the killed job's wildcards from its comment $victim_comment"
+VICTIM_DIR="results/${BASH_REMATCH[1]}/${BASH_REMATCH[2]}/${BASH_REMATCH[3]}/audit"
+VICTIM_GROUP="${BASH_REMATCH[1]}_${BASH_REMATCH[2]}_${BASH_REMATCH[3]}"
+VICTIM_PART=${BASH_REMATCH[5]}
+MERGED_OUTS=(invariance.csv diagnostics.csv checklist.md)
+if [[ -n "$VICTIM_PART" ]]; then
+    VICTIM_OUTS=("parts/audit_rows.$VICTIM_PART.parquet")
+else
+    VICTIM_OUTS=("${MERGED_OUTS[@]}")
+fi
+# the paths are the job's real outputs: the local run of the same configuration wrote them
+victim_outs_real() {
+    local f
+    for f in "${VICTIM_OUTS[@]}"; do
+        [[ -f "$RUN_LOCAL/$VICTIM_DIR/$f" ]] || { log "not an output of the local run: $VICTIM_DIR/$f"; return 1; }
+    done
+}
+check "the killed job's outputs are ${VICTIM_OUTS[*]} in $VICTIM_DIR/" victim_outs_real
 no_partial() {
     local f
-    for f in invariance.csv diagnostics.csv checklist.md; do
-        [[ -e "$RUN2/$VICTIM_OUT/$f" ]] && { log "left behind: $VICTIM_OUT/$f"; return 1; }
+    for f in "${VICTIM_OUTS[@]}"; do
+        [[ -e "$RUN2/$VICTIM_DIR/$f" ]] && { log "left behind: $VICTIM_DIR/$f"; return 1; }
     done
     return 0
 }
-check "no output of the killed job is left in $VICTIM_OUT/" no_partial
+check "no output of the killed job is left in $VICTIM_DIR/" no_partial
 RID2=$(run_id "$TMP/log/run-killed.log")
 jobs_of_run "$RID2" >"$TMP/log/sacct-run2.txt"
 log "sacct for the failed run $RID2: $(cut -d'|' -f3 "$TMP/log/sacct-run2.txt" | sort | uniq -c | xargs)"
+# the merges that follow the audit: one per dataset, setting and scorer, but not the killed
+# part's (keep-going runs every job that does not need the failed one)
+N_MERGE=$(grep -c '|rule_merge_audit_' "$TMP/log/sacct-run1.txt" || true)
+N_MERGE2=$((N_MERGE - (N_MERGE > 0 ? 1 : 0)))
 all_audits() {
-    [[ $(cut -d'|' -f2 "$TMP/log/sacct-run2.txt" | grep -c '^rule_audit_wildcards_') -eq "$N_AUDIT" &&
-        $(wc -l <"$TMP/log/sacct-run2.txt") -eq "$N_AUDIT" ]]
+    local comments
+    comments=$(cut -d'|' -f2 "$TMP/log/sacct-run2.txt")
+    [[ $(grep -c '^rule_audit_wildcards_' <<<"$comments") -eq "$N_AUDIT" &&
+        $(grep -c '^rule_merge_audit_wildcards_' <<<"$comments") -eq "$N_MERGE2" &&
+        $(wc -l <"$TMP/log/sacct-run2.txt") -eq $((N_AUDIT + N_MERGE2)) ]]
 }
-check "--forcerun audit sent exactly the $N_AUDIT audit jobs to Slurm" all_audits
+check "--forcerun audit sent exactly the $N_AUDIT audit jobs and $N_MERGE2 of the $N_MERGE merges to Slurm" all_audits
 n2_ok=$(grep -c '|COMPLETED$' "$TMP/log/sacct-run2.txt" || true)
-check "the other audit jobs finished despite the failure (keep-going: $n2_ok COMPLETED)" test "$n2_ok" -eq $((N_AUDIT - 1))
+check "the other jobs finished despite the failure (keep-going: $n2_ok COMPLETED)" \
+    test "$n2_ok" -eq $((N_AUDIT + N_MERGE2 - 1))
 
 # mtimes of every output before the rerun
 snapshot() { (cd "$RUN2" && find results data -type f ! -path 'results/logs/*' \
@@ -570,12 +599,16 @@ log "rerun took $((SECONDS - t0))s"
 RID3=$(run_id "$TMP/log/run-rerun.log")
 jobs_of_run "$RID3" >"$TMP/log/sacct-run3.txt"
 log "sacct for the rerun $RID3: $(cut -d'|' -f2,3 "$TMP/log/sacct-run3.txt" | xargs)"
-check "the rerun submitted exactly one Slurm job: the killed one, COMPLETED" \
-    test "$(cut -d'|' -f2,3 "$TMP/log/sacct-run3.txt")" == "$victim_comment|COMPLETED"
-unchanged() {  # only the killed job's outputs and the local rules' paper outputs may change
-    local changed
+# the killed job again and, for a part, its group's merge
+RERUN_EXPECTED="$victim_comment|COMPLETED"
+[[ -z "$VICTIM_PART" ]] || RERUN_EXPECTED+=$'\n'"rule_merge_audit_wildcards_$VICTIM_GROUP|COMPLETED"
+check "the rerun submitted exactly the killed job (and its merge), COMPLETED" \
+    test "$(cut -d'|' -f2,3 "$TMP/log/sacct-run3.txt" | LC_ALL=C sort)" == "$(LC_ALL=C sort <<<"$RERUN_EXPECTED")"
+unchanged() {  # only the killed job's outputs, its merge's and the local rules' paper outputs may change
+    local changed allowed=""
+    [[ -z "$VICTIM_PART" ]] || allowed=$(printf "$VICTIM_DIR/%s\\n" "${MERGED_OUTS[@]}")
     changed=$(LC_ALL=C join -j 1 "$TMP/log/mtimes-before.txt" <(snapshot) | awk '$2 != $3 {print $1}' |
-        grep -v '^results/paper/' || true)
+        grep -v '^results/paper/' | grep -vxF -e "${allowed:-results/paper/}" || true)
     [[ -z "$changed" ]] || { log "rewritten by the rerun: $changed"; return 1; }
 }
 check "the rerun left every finished output of a Slurm job untouched (mtimes)" unchanged
