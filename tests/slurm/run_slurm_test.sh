@@ -591,9 +591,21 @@ snapshot() { (cd "$RUN2" && find results data -type f ! -path 'results/logs/*' \
 snapshot >"$TMP/log/mtimes-before.txt"
 
 STAGE=rerun
-log "rerunning the same command (without --forcerun)"
+RERUN_TARGETS=()
+if [[ -n "$VICTIM_PART" ]]; then
+    # The killed part's group still has its merged audit from the first run, and the part that
+    # was recomputed has the same content: Snakemake takes the merged files for current and
+    # does not rebuild the missing part on its own (a missing file that only feeds current
+    # files is not rebuilt). Naming the part as a target rebuilds it, and then its merge.
+    run_snakemake "$TMP/log/run-rerun-dry.log" "${SLURM_ARGS[@]}" --directory "$RUN2" -n ||
+        { tail -n 40 "$TMP/log/run-rerun-dry.log"; fail "the dry run of the rerun failed"; }
+    check "the same command finds the merged audit current (nothing to be done)" \
+        grep -q "Nothing to be done" "$TMP/log/run-rerun-dry.log"
+    RERUN_TARGETS=(all "$VICTIM_DIR/parts/audit_rows.$VICTIM_PART.parquet")
+fi
+log "rerunning the same command (without --forcerun) ${RERUN_TARGETS[*]}"
 t0=$SECONDS
-run_snakemake "$TMP/log/run-rerun.log" "${SLURM_ARGS[@]}" --directory "$RUN2" ||
+run_snakemake "$TMP/log/run-rerun.log" "${SLURM_ARGS[@]}" --directory "$RUN2" "${RERUN_TARGETS[@]}" ||
     { tail -n 40 "$TMP/log/run-rerun.log"; fail "the rerun failed"; }
 log "rerun took $((SECONDS - t0))s"
 RID3=$(run_id "$TMP/log/run-rerun.log")
