@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -30,6 +31,7 @@ from tieaudit.stream import (
     budget_lines,
     chunk_lines,
     evaluate_stream,
+    map_chunks,
     parse_memory,
 )
 from tieaudit.sums import Sums
@@ -215,6 +217,38 @@ def test_jobs_do_not_change_the_result() -> None:
     two = evaluate_stream(frame, MEASURES, RULES, n_seeds=3, chunk_rows=4, jobs=2)
     assert two.n_chunks == one.n_chunks == 8
     assert_same_summary(two.summary(), one.summary(), exact=True)
+
+
+def _where(bad: int, i: int) -> tuple[int, int, int]:
+    """A chunk's work for map_chunks: which process did it (chunk ``bad`` fails)."""
+    if i == bad:
+        raise ValueError(f"chunk {i} is bad")
+    return bad, i, os.getpid()
+
+
+def test_map_chunks_works_in_this_process_and_the_pool_in_item_order() -> None:
+    """With jobs 2, this process takes chunks while the pool's one process is ahead (it starts
+    by importing the library, so this process takes some); the results come in item order."""
+    got: list[tuple] = []
+    map_chunks(_where, -1, (((i,), 10 * i) for i in range(12)), 2,
+               lambda r, n: got.append((*r, n)))  # fmt: skip
+    assert [(t, i, n) for t, i, _, n in got] == [(-1, i, 10 * i) for i in range(12)]
+    pids = {pid for *_, pid, _ in got}
+    assert os.getpid() in pids and len(pids) == 2
+    # jobs 1, or a single chunk: this process alone
+    for jobs, n in ((1, 5), (3, 1)):
+        got.clear()
+        map_chunks(_where, -1, (((i,), 1) for i in range(n)), jobs, lambda r, _: got.append(r))
+        assert [(i, pid) for _, i, pid in got] == [(i, os.getpid()) for i in range(n)]
+
+
+@pytest.mark.parametrize("bad", [0, 1, 2, 5])
+def test_map_chunks_raises_the_error_of_a_chunk_wherever_it_ran(bad: int) -> None:
+    kept: list[int] = []
+    with pytest.raises(ValueError, match=f"chunk {bad} is bad"):
+        map_chunks(_where, bad, (((i,), 1) for i in range(8)), 2,
+                   lambda r, _: kept.append(r[1]))  # fmt: skip
+    assert kept == list(range(len(kept))) and len(kept) <= bad
 
 
 def long_rows_file(tmp_path: Path, seed: int = 1) -> tuple[Path, pd.DataFrame]:

@@ -13,9 +13,9 @@ case); several chunks agree with it to a relative ``1e-12`` (:mod:`tieaudit.sums
 The chunk size comes from a memory budget per process (``memory``, default
 :data:`DEFAULT_MEMORY`): evaluating a chunk takes about :data:`BYTES_PER_LINE` bytes per line
 on top of the :data:`BASELINE` of the interpreter and its libraries. ``chunk_rows`` sets the
-number of rows per chunk instead. With ``jobs > 1`` chunks are evaluated by a pool of processes
-(each holding one chunk at a time) and merged in row order, so the result does not depend on
-``jobs``. A rule whose outcome for a row depends on the other rows of a stored table
+number of rows per chunk instead. With ``jobs > 1`` chunks are evaluated by ``jobs`` processes,
+this one and a pool of ``jobs - 1`` (each holding one chunk at a time), and merged in row order,
+so the result does not depend on ``jobs``. A rule whose outcome for a row depends on the other rows of a stored table
 (:attr:`tieaudit.rules.RuleKind.whole_table`, e.g. ``random:SEED``) is given each chunk's place
 in the whole input (its first line and the input's number of lines: a CSV file is then read once
 more to count them; a stream of record batches must fit one chunk).
@@ -23,6 +23,7 @@ more to count them; a stream of record batches must fit one chunk).
 
 from __future__ import annotations
 
+import itertools
 import multiprocessing
 import re
 import sys
@@ -338,23 +339,51 @@ def _lookahead(items: Iterator[Any]) -> Iterator[Any]:
         yield prev
 
 
+class _Done:
+    """A chunk this process worked on itself, waiting beside the pool's futures for its turn."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def done(self) -> bool:
+        return True
+
+    def result(self) -> Any:
+        return self.value
+
+    def cancel(self) -> bool:
+        return False
+
+
 def map_chunks(work: Callable[..., Any], task: Any, items: Iterator[tuple[tuple, int]],
                jobs: int, keep: Callable[[Any, int], None]) -> None:  # fmt: skip
-    """``keep(work(task, *args), lines)`` for each ``(args, lines)`` of ``items``, in their order:
-    in this process (``jobs`` 1; each item once the next one is read), or by ``jobs`` processes
-    with at most ``jobs + 1`` items in flight (``work``, ``task`` and ``args`` are pickled)."""
-    if jobs == 1:
-        for args, lines in _lookahead(items):
+    """``keep(work(task, *args), lines)`` for each ``(args, lines)`` of ``items``, in their order.
+
+    With ``jobs`` 1 (or a single item) this process works on each item once the next one is read.
+    With more, ``jobs`` processes work side by side: this one and a pool of ``jobs - 1`` (``work``,
+    ``task`` and ``args`` are pickled for them). Each pool process is kept one item ahead; this
+    process takes the next item itself whenever the pool is that far ahead, so it is busy while the
+    pool's processes start (they import the library afresh). At most ``jobs + 2`` items are in
+    flight."""
+    items = iter(items)
+    first = list(itertools.islice(items, 2))
+    if jobs == 1 or len(first) < 2:
+        for args, lines in _lookahead(itertools.chain(first, items)):
             keep(work(task, *args), lines)
         return
-    pending: deque[tuple[Future, int]] = deque()
+    workers = jobs - 1
+    pending: deque[tuple[Future | _Done, int]] = deque()
     context = multiprocessing.get_context("spawn")  # no fork of a process running Arrow threads
-    with ProcessPoolExecutor(jobs, mp_context=context, initializer=keep_freed_memory) as pool:
+    with ProcessPoolExecutor(workers, mp_context=context, initializer=keep_freed_memory) as pool:
         try:
-            for args, lines in items:
-                pending.append((pool.submit(work, task, *args), lines))
+            for args, lines in itertools.chain(first, items):
+                queued = sum(1 for f, _ in pending if isinstance(f, Future) and not f.done())
+                if queued < 2 * workers:
+                    pending.append((pool.submit(work, task, *args), lines))
+                else:
+                    pending.append((_Done(work(task, *args)), lines))
                 del args
-                while len(pending) >= jobs + 1 or (pending and pending[0][0].done()):
+                while len(pending) >= jobs + 2 or (pending and pending[0][0].done()):
                     future, n = pending.popleft()
                     keep(future.result(), n)
             while pending:
