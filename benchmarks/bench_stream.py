@@ -163,7 +163,8 @@ def timed(cmd: list[str]) -> tuple[float, float, float, str]:
 def side_by_side(cmds: list[list[str]]) -> float:
     """Wall seconds of ``cmds`` started at once (until the last ends)."""
     t0 = time.monotonic()
-    procs = [subprocess.Popen(cmd, stdout=subprocess.DEVNULL) for cmd in cmds]
+    procs = [subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+             for cmd in cmds]
     if any(p.wait() for p in procs):
         raise RuntimeError(f"{cmds} failed")
     return time.monotonic() - t0
