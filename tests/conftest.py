@@ -26,6 +26,17 @@ ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "config" / "demo.yaml"
 # the results page's date (tieaudit.page.page_date): fixed, so runs write the same page
 SOURCE_DATE_EPOCH = "1767225600"
+# the share of each property test's examples to run: 1 in make test, less in make test-fast
+EXAMPLES_SCALE = float(os.environ.get("TIEAUDIT_TEST_EXAMPLES", "1"))
+
+
+def examples(n: int) -> int:
+    """A property test's ``max_examples``: ``n`` in ``make test``; with ``TIEAUDIT_TEST_EXAMPLES``
+    (a share, e.g. 0.25 in ``make test-fast``) that share of ``n``, but never fewer than 10 (or
+    ``n`` when it is smaller)."""
+    if not EXAMPLES_SCALE > 0:
+        raise ValueError(f"TIEAUDIT_TEST_EXAMPLES must be a positive share, got {EXAMPLES_SCALE}")
+    return max(min(n, 10), round(n * EXAMPLES_SCALE))
 
 
 def run_snakemake(*args: str, cwd: Path = ROOT, timeout: int = 900) -> subprocess.CompletedProcess:

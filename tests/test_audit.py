@@ -29,6 +29,7 @@ from tieaudit.audit import (
     tie_diagnostics,
 )
 from tieaudit.testing import candidate_frames
+from tests.conftest import examples
 
 COLS = ["row", "user_id", "item_id", "label", "score"]
 ALL_RULES = ["input_order", "optimistic", "pessimistic", "expected", "hash:0", "hash_mean",
@@ -340,7 +341,7 @@ def test_positive_already_last_does_not_move_under_positive_last_alone():
     assert inv["share_rows_moved"].iloc[0] == 1.0  # a moves under reversed, b under both
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(candidate_frames(max_rows=5, max_len=5, score_levels=2))
 def test_input_order_moves_exactly_the_tied_rows(df):
     """Under input_order a tied positive always moves (positive_last or reversed moves it)."""
@@ -457,7 +458,7 @@ def test_straddle_definition_on_boundaries():
         0.0, 0.0, 1.0, 1.0, 0.0, 0.0]  # fmt: skip
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(candidate_frames(max_rows=6, max_len=6, score_levels=3))
 def test_diagnostics_match_hand_counts(df):
     ms = ["HR@1", "HR@2", "nDCG@3"]

@@ -23,6 +23,7 @@ from tieaudit.io import write_table
 from tieaudit.partition import part_bounds, row_part
 from tieaudit.testing import candidate_frames, cut_points, summary_frames
 from tieaudit.ties import structure_type
+from tests.conftest import examples
 
 PERMUTATIONS = 3
 USERS = ["u1", "u3", "zz"]  # the users with history: the others' rows are cold starts
@@ -81,14 +82,14 @@ def test_merged_parts_give_the_unsplit_audit_byte_for_byte(n_parts: int, tmp_pat
     assert (inv["share_rows_moved"] > 0).any() and (inv["max_abs_change"] > 0).any()
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(15), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(frame=candidate_frames(max_rows=9, interleave=False), data=st.data())
 def test_property_any_part_boundaries_merge_exactly(frame: pd.DataFrame, data) -> None:
     cuts = data.draw(cut_points(frame["row"].nunique()))
     assert files_of(frame, cuts, RULES, 3) == unsplit(frame, RULES, 3)
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(12), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(frame=summary_frames(max_rows=9, seeds=(0, 1, 2)), data=st.data())
 def test_property_summary_tables_merge_exactly(frame: pd.DataFrame, data) -> None:
     """Full-catalogue summary tables: their shuffles start at each part's first row too."""

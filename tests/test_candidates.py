@@ -28,6 +28,7 @@ from tests.test_evaluate_multi_relevant import MEASURES, RULES, multi_frames
 from tieaudit import evaluate
 from tieaudit.candidates import CandidateError, CandidateTable, read_candidates
 from tieaudit.testing import candidate_frames, permute_lines, permute_within_rows
+from tests.conftest import examples
 
 HEADER = "row,user_id,item_id,label,score\n"
 GOOD = HEADER + "r1,u1,a,1,0.5\nr1,u1,b,0,0.5\nr2,u2,a,0,1\nr2,u2,c,1,0\n"
@@ -128,7 +129,7 @@ def test_bool_and_float_labels_accepted(tmp_path: Path) -> None:
 _ANY_CHAR = st.characters(blacklist_categories=("Cs",))  # all but lone surrogates
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(
     st.lists(
         st.text(alphabet=_ANY_CHAR, min_size=1, max_size=4), min_size=1, max_size=12, unique=True
@@ -158,7 +159,7 @@ def test_csv_parquet_gz_identical(tmp_path: Path) -> None:
 
 
 @settings(
-    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(frame=candidate_frames(max_rows=6, max_len=5))
 def test_formats_identical_on_generated_frames(tmp_path: Path, frame: pd.DataFrame) -> None:
@@ -446,7 +447,7 @@ def test_permuted_frame_is_the_same_multiset() -> None:
 # ----------------------------------------------------------------------------- tieaudit.testing
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(frame=candidate_frames(max_rows=6, max_len=5, score_levels=2), seed=st.integers(0, 99))
 def test_strategy_frames_are_valid_and_permutations_keep_slots(
     frame: pd.DataFrame, seed: int
@@ -516,7 +517,7 @@ def test_infinite_scores_are_scores(tmp_path: Path) -> None:
 INF_LEVELS = {0.0: -np.inf, 1.0: -2.5, 2.0: np.inf}  # an order-preserving map of the levels
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(frame=multi_frames(levels=3), seed=st.integers(0, 2**64 - 1))
 def test_infinite_scores_rank_like_brute_force_under_every_rule(
     frame: pd.DataFrame, seed: int
@@ -783,7 +784,7 @@ def test_integer_ids_of_one_width_and_their_prefixes_in_text_order() -> None:
         assert values.tolist() == sorted(str(i) for i in ids)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.lists(st.integers(-(2**63), 2**63 - 1) | st.integers(-1000, 1000)
                 | st.integers(0, 10**18), min_size=1, max_size=40, unique=True),
        st.sampled_from([pa.int64(), pa.uint64(), pa.int32()]))  # fmt: skip

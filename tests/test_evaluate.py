@@ -33,6 +33,7 @@ from tieaudit import (
     tie_structure,
 )
 from tieaudit.testing import candidate_frames, permute_lines, permute_within_rows
+from tests.conftest import examples
 
 # the module of the hash rules (its hash functions are patched below)
 hash_rules = importlib.import_module("tieaudit.rules.hashed")
@@ -340,7 +341,7 @@ def test_rank_cap_smaller_than_cutoff_is_rejected_or_exact() -> None:
 # ----------------------------------------------------------------------------- expected_moments
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     g=st.lists(st.integers(0, 30), min_size=1, max_size=10),
     t_extra=st.lists(st.integers(0, 30), min_size=10, max_size=10),
@@ -361,7 +362,7 @@ def test_expected_moments_against_direct_sum(g, t_extra, name, k) -> None:
 # ----------------------------------------------------------------------------- brute force
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(frame=candidate_frames(max_rows=6, max_len=6, score_levels=3))
 def test_expected_equals_average_over_every_permutation(frame: pd.DataFrame) -> None:
     e = evaluate(frame, SMALL, ["expected"])
@@ -382,7 +383,7 @@ def test_expected_equals_average_over_every_permutation(frame: pd.DataFrame) -> 
         assert s.loc[str(m), "sd"] == pytest.approx(math.sqrt(total_var) / len(rows), abs=1e-7)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     frame=candidate_frames(max_rows=8, max_len=7, score_levels=3), seed=st.integers(0, 2**64 - 1)
 )
@@ -403,7 +404,7 @@ def test_deterministic_rules_equal_brute_force_sorts(frame: pd.DataFrame, seed: 
             assert values_by_row(capped, rule, m) == pytest.approx(vals, abs=1e-15)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(frame=candidate_frames(max_rows=8, max_len=8, score_levels=2))
 def test_hash_mean_is_the_mean_of_hash_seeds(frame: pd.DataFrame) -> None:
     n = 5
@@ -417,7 +418,7 @@ def test_hash_mean_is_the_mean_of_hash_seeds(frame: pd.DataFrame) -> None:
         np.testing.assert_allclose(e["hash_mean"].seed_means[m], per_seed.mean(axis=1), atol=1e-15)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(frame=candidate_frames(max_rows=8, max_len=8, score_levels=3))
 def test_bounds_and_positive_position(frame: pd.DataFrame) -> None:
     rules = ["input_order", "optimistic", "pessimistic", "expected"]
@@ -437,7 +438,7 @@ def test_bounds_and_positive_position(frame: pd.DataFrame) -> None:
         assert values_by_row(last, "input_order", m) == values_by_row(e, "pessimistic", m)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(frame=candidate_frames(max_rows=8, max_len=8, score_levels=3))
 def test_rank_cap_none_gives_the_same_values(frame: pd.DataFrame) -> None:
     rules = ["input_order", "optimistic", "pessimistic", "expected", "hash:1", "hash_mean",
@@ -454,7 +455,7 @@ def test_rank_cap_none_gives_the_same_values(frame: pd.DataFrame) -> None:
     pd.testing.assert_frame_equal(a.summary(), b.summary())
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(frame=candidate_frames(max_rows=8, max_len=7, score_levels=3, interleave=False))
 def test_contiguous_fast_path_equals_scatter_path(frame: pd.DataFrame) -> None:
     """Rows stored contiguously take a segment-sum path in tie_structure; it must agree."""
@@ -476,7 +477,7 @@ def test_row_starts() -> None:
     assert CandidateTable.from_frame(HAND.iloc[[0, 5, 1, 2, 3, 4, 6, 7, 8]]).row_starts is None
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=examples(30), deadline=None)
 @given(
     frame=candidate_frames(max_rows=8, max_len=8, score_levels=2), cap=st.sampled_from([-1, None])
 )
@@ -505,7 +506,7 @@ def test_seed_ranks_shape_is_checked() -> None:
 # ----------------------------------------------------------------------------- invariance
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     frame=st.booleans().flatmap(
         lambda inter: candidate_frames(max_rows=8, max_len=7, score_levels=2, interleave=inter)

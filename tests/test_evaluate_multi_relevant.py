@@ -32,6 +32,7 @@ from tieaudit.candidates import CandidateError
 from tieaudit.evaluate import hash_seed_ranks
 from tieaudit.measures import parse_measure
 from tieaudit.testing import ID_ALPHABET, permute_lines, permute_within_rows
+from tests.conftest import examples
 
 ev_mod = importlib.import_module("tieaudit.evaluate")
 ties_mod = importlib.import_module("tieaudit.ties")
@@ -231,7 +232,7 @@ def test_hand_summary_bounds_and_sd() -> None:
 # ----------------------------------------------------------------------------- brute force
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 @given(frame=multi_frames())
 def test_expected_equals_average_over_every_permutation(frame: pd.DataFrame) -> None:
     e = evaluate(frame, MEASURES, ["expected"])
@@ -249,7 +250,7 @@ def test_expected_equals_average_over_every_permutation(frame: pd.DataFrame) -> 
         assert s.loc[str(m), "sd"] == pytest.approx(math.sqrt(total_var[m]) / len(rows), abs=1e-7)
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 @given(frame=multi_frames(), seed=st.integers(0, 2**64 - 1))
 def test_deterministic_rules_equal_brute_force_sorts(frame: pd.DataFrame, seed: int) -> None:
     rows, totals = lines_by_row(frame), totals_of(frame)
@@ -272,7 +273,7 @@ def test_deterministic_rules_equal_brute_force_sorts(frame: pd.DataFrame, seed: 
             assert values_by_row(capped, rule, m) == pytest.approx(want, abs=1e-12), (rule, m)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(frame=multi_frames(max_rows=8, max_len=8, levels=2))
 def test_hash_mean_is_the_mean_of_hash_seeds(frame: pd.DataFrame) -> None:
     n = 5
@@ -287,7 +288,7 @@ def test_hash_mean_is_the_mean_of_hash_seeds(frame: pd.DataFrame) -> None:
                                    atol=1e-15)  # fmt: skip
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 @given(frame=multi_frames(max_rows=8, max_len=8), seed=st.integers(0, 2**32))
 def test_every_rule_between_pessimistic_and_optimistic(frame: pd.DataFrame, seed: int) -> None:
     rules = ["input_order", "optimistic", "pessimistic", "expected", f"hash:{seed}",
@@ -301,7 +302,7 @@ def test_every_rule_between_pessimistic_and_optimistic(frame: pd.DataFrame, seed
             assert np.all(e[r].values[m] <= hi + 1e-12), (r, m)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     frame=multi_frames(max_rows=8, max_len=7, levels=2),
     perm_seed=st.integers(0, 2**32 - 1),
@@ -335,7 +336,7 @@ def test_input_order_depends_on_row_order_with_several_relevant() -> None:
 # ----------------------------------------------------------------------------- fast path
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(frame=multi_frames(max_rows=8, max_len=7, with_totals=False), data=st.data())
 def test_one_relevant_fast_path_equals_general_path(frame, data) -> None:
     """Keep one relevant line per row: the one-pass structure must equal the general one."""
@@ -406,7 +407,7 @@ def test_hr_per_row_over_many_seeds_is_within_standard_errors_of_expected() -> N
 # ----------------------------------------------------------------------------- seeds in chunks
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=examples(30), deadline=None)
 @given(frame=multi_frames(max_rows=8, max_len=8, levels=2), cap=st.sampled_from([-1, None]))
 def test_hash_seed_ranks_in_chunks_equal_evaluate(frame: pd.DataFrame, cap) -> None:
     n = 5
@@ -597,7 +598,7 @@ FULL_RULES = ["input_order", "optimistic", "pessimistic", "expected", "hash:3", 
               "item_id", "docno_desc"]  # fmt: skip
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 @given(frame=multi_frames(max_rows=6, max_len=8, levels=4), cap=st.sampled_from([-1, None]))
 def test_reduced_table_evaluates_like_the_full_table(frame: pd.DataFrame, cap) -> None:
     small = reduce_rows(frame)

@@ -18,6 +18,7 @@ from tieaudit.candidates import CandidateError, CandidateTable
 from tieaudit.fullcatalog import full_catalog_candidates, summary_columns
 from tieaudit.io import write_table
 from tieaudit.testing import full_catalog_cases
+from tests.conftest import examples
 
 SEEDS = range(12)
 RULES = ["input_order", "optimistic", "pessimistic", "expected", "hash:0", "hash:5",
@@ -38,7 +39,7 @@ def reduce_both(case, k_max: int, chunk_rows: int = 3):
     return exact, capped
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(full_catalog_cases(), st.integers(1, 40), st.integers(1, 5))
 def test_capped_counts_agree_with_exact_ones_below_the_cap(case, k_max, chunk_rows) -> None:
     exact, capped = reduce_both(case, k_max, chunk_rows)
@@ -73,7 +74,7 @@ def stored_full_table(case) -> pd.DataFrame:
     return pd.DataFrame(lines, columns=COLS)
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(full_catalog_cases(max_users=4, max_items=300), st.integers(1, 25))
 def test_capped_table_gives_the_stored_full_tables_metrics(case, k_max) -> None:
     capped = full_catalog_candidates(case.rows, case.history, case.catalog, case.scorer(),
@@ -213,7 +214,7 @@ def _small_case():
     return FullCatalogCase(rows, history, catalog, users, scores)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(full_catalog_cases(max_items=2500, max_levels=6))
 def test_row_counts_by_brute_force(case) -> None:
     # n_higher / n_tied / n_lower / n_modal / before:item_id of the reduction (counts over the

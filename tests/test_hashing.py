@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tieaudit.hashing import hash_key, mix64, pair_keys, seeded_keys, string_hashes
+from tests.conftest import examples
 
 M64 = (1 << 64) - 1
 
@@ -78,7 +79,7 @@ ids = st.text(
 )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(
     seed=st.integers(0, 2**64 - 1),
     pairs=st.lists(st.tuples(ids, ids), min_size=1, max_size=20),

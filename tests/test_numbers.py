@@ -20,6 +20,7 @@ from tieaudit._numbers import (
     number_text,
     parse_integer,
 )
+from tests.conftest import examples
 
 ACCEPTED = ["0", "3", "-0.5", "+.5", "5.", "007", "1e-3", "2.5E+10", "-1E5", "1e400", "-1e400",
             "1e-400", "inf", "-inf", "+inf", "Inf", "-INF", "infinity", "-Infinity", "+INFINITY",
@@ -61,7 +62,7 @@ def test_python_float_takes_what_the_grammar_refuses() -> None:
 _ALPHABET = "0123456789.eE+-_ \tinfINFtyaTY\u0661\uff11\u00a0x"
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.lists(st.text(alphabet=_ALPHABET, max_size=8), min_size=1, max_size=20))
 def test_grammar_is_python_float_restricted_to_plain_ascii(texts: list[str]) -> None:
     """Accepted exactly when ``float()`` reads the text and it is ASCII without whitespace, ``_``
@@ -95,7 +96,7 @@ def grammar_numbers(draw: st.DrawFn) -> str:
     return sign + body
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.lists(grammar_numbers(), min_size=1, max_size=20))
 def test_every_number_of_the_grammar_is_read_as_float_reads_it(texts: list[str]) -> None:
     assert all(re.fullmatch(NUMBER, t) for t in texts)

@@ -20,6 +20,7 @@ from tieaudit.partition import part_bounds, part_place, placed, row_part
 from tieaudit.partvalues import RowValues, merged_sums, row_values
 from tieaudit.rules import rule_kinds
 from tieaudit.testing import candidate_frames, summary_frames
+from tests.conftest import examples
 
 MEASURES = ["nDCG@3", "HR@2", "MRR@5", "P@2", "Recall@3"]
 RULES = ["input_order", "expected", "hash_mean", "optimistic", "pessimistic", "item_id",
@@ -110,7 +111,7 @@ def test_every_registered_rule_merges_exactly() -> None:
     assert frame_to_text(parts_summary(frame, 3, rules, 4)) == want
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(frame=candidate_frames(max_rows=9, interleave=False), n_parts=st.integers(1, 4))
 def test_property_parts_merge_to_the_unsplit_summary(frame: pd.DataFrame, n_parts: int) -> None:
     n_parts = min(n_parts, frame["row"].nunique())
@@ -118,7 +119,7 @@ def test_property_parts_merge_to_the_unsplit_summary(frame: pd.DataFrame, n_part
     assert frame_to_text(parts_summary(frame, n_parts, RULES, 3, roundtrip=False)) == want
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(frame=summary_frames(max_rows=9, seeds=(0, 1, 2)), n_parts=st.integers(1, 4))
 def test_property_summary_tables_merge_exactly(frame: pd.DataFrame, n_parts: int) -> None:
     """Full-catalogue summary tables (one line a row, hash seeds recorded) split as well."""

@@ -20,6 +20,7 @@ from tieaudit.cli import main
 from tieaudit.fullcatalog import full_catalog_candidates
 from tieaudit.scorers import get_scorer
 from tieaudit.testing import candidate_frames
+from tests.conftest import examples
 
 MEASURES = ["HR@1", "HR@3", "nDCG@3", "MRR@5", "Recall@2"]
 
@@ -53,7 +54,7 @@ def test_hand_example_loses_every_tie_when_stored_first() -> None:
         "reversed_input"].ranks.tolist() == [[2]]  # fmt: skip
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 @given(frame=candidate_frames(max_rows=8, max_len=8, score_levels=3), data=st.data())
 def test_ranks_equal_numpy_argsort_reversed(frame: pd.DataFrame, data: st.DataObject) -> None:
     if data.draw(st.booleans()):  # a second relevant item in some rows
@@ -76,7 +77,7 @@ def summary_of(frame: pd.DataFrame) -> pd.DataFrame:
     return summarise(frame, rules=["input_order"], modal=False)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(frame=candidate_frames(max_rows=8, max_len=8, score_levels=2))
 def test_summary_table_derives_the_count_from_input_order(frame: pd.DataFrame) -> None:
     summary = summary_of(frame)

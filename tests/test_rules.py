@@ -12,6 +12,7 @@ from tieaudit.evaluate import evaluate
 from tieaudit.measures import parse_measures
 from tieaudit.rules import DEFAULT_RULES, RULE_KINDS, TieRule, parse_rule, parse_rules
 from tieaudit.testing import tie_rules
+from tests.conftest import examples
 
 PLAIN = ["input_order", "reversed_input", "optimistic", "pessimistic", "expected", "hash_mean",
          "item_id", "docno_desc", "item_id_numeric", "item_id_numeric_desc", "mean_rank",
@@ -127,7 +128,7 @@ def test_str_of_seeded() -> None:
     assert str(TieRule("random", 0)) == "random:0"
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(tie_rules())
 def test_str_round_trip(rule: TieRule) -> None:
     assert parse_rule(str(rule)) == rule

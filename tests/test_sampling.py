@@ -16,6 +16,7 @@ from tieaudit.sampling import (
     sample_rows,
 )
 from tieaudit.seeds import make_seed
+from tests.conftest import examples
 
 N_ITEMS = 300
 CATALOG = [f"i{j:03d}" for j in range(N_ITEMS)]
@@ -315,7 +316,7 @@ def test_many_rounds_give_the_same_stream_result(monkeypatch):
         pd.testing.assert_frame_equal(alone, got)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(
     n_items=st.integers(1, 40),
     n_users=st.integers(1, 8),

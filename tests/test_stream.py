@@ -36,6 +36,7 @@ from tieaudit.stream import (
 )
 from tieaudit.sums import Sums
 from tieaudit.testing import candidate_frames, cut_points, summary_frames, tie_rules
+from tests.conftest import examples
 
 MEASURES = ["nDCG@3", "HR@2", "MRR@5", "P@2", "Recall@3"]
 RULES = ["input_order", "expected", "hash_mean", "optimistic", "pessimistic", "item_id",
@@ -107,7 +108,7 @@ def _reader(frame: pd.DataFrame, cuts: list[int]) -> pa.RecordBatchReader:
 streamable_rules = tie_rules().filter(lambda r: not r.spec.whole_table and not r.spec.numeric_ids)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), rules=st.lists(streamable_rules, min_size=1, max_size=3),
        chunk_rows=st.integers(1, 4))  # fmt: skip
 def test_random_batches_and_chunks_equal_in_memory(data, rules, chunk_rows) -> None:
@@ -122,7 +123,7 @@ def test_random_batches_and_chunks_equal_in_memory(data, rules, chunk_rows) -> N
     assert_same_audit(audited, audit(frame, MEASURES, rules, n_seeds=3, n_permutations=2))
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(frame=summary_frames(max_rows=7), chunk_rows=st.integers(1, 3))
 def test_summary_tables_in_chunks_equal_in_memory(frame, chunk_rows) -> None:
     rules = ["input_order", "expected", "optimistic", "random:3"]
@@ -131,7 +132,7 @@ def test_summary_tables_in_chunks_equal_in_memory(frame, chunk_rows) -> None:
     assert_same_summary(got.summary(), want)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(data=st.data(), max_lines=st.integers(1, 12))
 def test_whole_rows_cuts_only_between_rows(data, max_lines) -> None:
     frame = data.draw(candidate_frames(max_rows=6, max_len=5, interleave=False))
@@ -242,7 +243,7 @@ def test_map_chunks_works_in_this_process_and_the_pool_in_item_order() -> None:
         assert [(i, pid) for _, i, pid in got] == [(i, os.getpid()) for i in range(n)]
 
 
-@pytest.mark.parametrize("bad", [0, 1, 2, 5])
+@pytest.mark.parametrize("bad", [1, 2])  # a chunk of the pool's, one of this process's
 def test_map_chunks_raises_the_error_of_a_chunk_wherever_it_ran(bad: int) -> None:
     kept: list[int] = []
     with pytest.raises(ValueError, match=f"chunk {bad} is bad"):
@@ -437,7 +438,7 @@ def test_audit_in_chunks_gives_the_in_memory_audit(chunk_rows: int) -> None:
     assert got.checklist == want.checklist
 
 
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(20), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(frame=summary_frames(max_rows=7), chunk_rows=st.integers(1, 3), jobs=st.sampled_from([1, 2]))
 def test_summary_tables_audit_in_chunks_as_in_memory(frame, chunk_rows, jobs) -> None:
     """A summary table's shuffles draw one number per row: each chunk's generators start at
@@ -487,7 +488,7 @@ def test_one_chunk_comparison_is_the_in_memory_one_bit_for_bit() -> None:
     pd.testing.assert_frame_equal(again.flips, want, rtol=RTOL, atol=1e-15)
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), chunk_rows=st.integers(1, 4), seed=st.integers(0, 2**32 - 1))
 def test_random_batches_compare_as_in_memory(data, chunk_rows, seed) -> None:
     frame = data.draw(candidate_frames(max_rows=7, max_len=5, interleave=False))

@@ -36,6 +36,7 @@ from tieaudit.cli import main
 from tieaudit.evaluate import hash_seed_ranks, summary_random_before
 from tieaudit.io import write_table
 from tieaudit.testing import candidate_frames, summary_frames
+from tests.conftest import examples
 
 COLS = ["row", "user_id", "item_id", "label", "score"]
 KEY_RULES = ("input_order", "item_id", "docno_desc")
@@ -291,7 +292,7 @@ def test_summary_hash_seed_ranks_as_member_table() -> None:
     assert_same_evaluation(got, want)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     frame=candidate_frames(max_rows=6, max_len=7, score_levels=2),
     rank_cap=st.sampled_from([None, -1]),
@@ -843,7 +844,7 @@ def test_to_frame_keeps_summary_columns() -> None:
     )
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(frame=summary_frames(max_rows=6, seeds=(0, 1)))
 def test_generated_summary_round_trip_and_rank_bounds(frame: pd.DataFrame, tmp_path_factory):
     path = tmp_path_factory.mktemp("gen") / "s.csv"

@@ -34,6 +34,7 @@ from tieaudit import evaluate
 from tieaudit.cli import main
 from tieaudit.measures import parse_measure
 from tieaudit.trec import TrecError, read_qrels, read_run, read_trec
+from tests.conftest import examples
 
 FIX = Path(__file__).parent / "fixtures" / "trec"
 RUN, QRELS = FIX / "sample.run", FIX / "sample.qrels"
@@ -252,7 +253,7 @@ def runs(draw):
     return [run[i] for i in order], qrels
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 @given(data=runs())
 def test_docno_desc_equals_a_trec_eval_reference(tmp_path_factory, data) -> None:
     run, qrels = data

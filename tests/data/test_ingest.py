@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from tieaudit.data import interim, tables
 from tieaudit.sources.ingest import IngestError, ingest, normalise_attribute
 from tieaudit.sources import _genome_tags
+from tests.conftest import examples
 
 BEAUTY = "Beauty_and_Personal_Care"
 AMAZON_HEADER = "user_id,parent_asin,rating,timestamp,history"
@@ -114,7 +115,7 @@ def test_normalise_attribute_rules() -> None:
     assert failures == 0 and attempted > 0
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.text())
 def test_normalise_attribute_is_idempotent_and_tidy(text: str) -> None:
     once = normalise_attribute(text)
@@ -600,7 +601,7 @@ def csv_with_bad_lines(draw: st.DrawFn) -> tuple[str, dict[int, str]]:
     return draw(st.sampled_from(["\n", "\r\n"])).join(lines) + "\n", bad
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=csv_with_bad_lines(), block=st.sampled_from([40, 64, 1 << 20]))
 def test_csv_bad_line_numbers_are_exact(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                         data: tuple[str, dict[int, str]], block: int) -> None:
@@ -649,7 +650,7 @@ def test_output_is_byte_identical_and_row_groups_fixed(amazon: dict[str, Path], 
     assert [md.row_group(i).num_rows for i in range(md.num_row_groups)] == [2] * 6
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     pairs_=st.lists(st.tuples(st.sampled_from(["a", "ab", "b", "é", "B0", ""]),
                               st.sampled_from(["x", "x y", "ß", "z", "tag=a"])), max_size=60),

@@ -26,6 +26,7 @@ from tests.data import test_ingest as base
 from tests.data.test_ingest import ML_SCORES, csv_with_bad_lines, frame, genome_zip, ml_zip
 from tieaudit.data import streams, tables
 from tieaudit.sources.ingest import IngestError, ingest
+from tests.conftest import examples
 
 amazon = base.amazon  # the fixtures of test_ingest, shared
 out = base.out
@@ -83,7 +84,7 @@ def test_zip_with_a_duplicated_member_is_refused(tmp_path: Path, out: tuple[Path
 # item 10: line lengths
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(lengths=st.lists(st.integers(0, 40), min_size=1, max_size=30), limit=st.integers(1, 30),
        size=st.integers(1, 90), last_break=st.booleans())
 def test_line_stream_finds_the_first_long_line(lengths: list[int], limit: int, size: int,
@@ -147,7 +148,7 @@ def test_max_line_bytes_must_be_a_positive_integer(tmp_path: Path, out: tuple[Pa
             ingest("generic", paths, *out, max_line_bytes=value)
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=csv_with_bad_lines(), where=st.integers(0, 1000), length=st.integers(130, 290))
 def test_csv_second_pass_keeps_records_and_bad_lines_exact(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, data: tuple[str, dict[int, str]], where: int,

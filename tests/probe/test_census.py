@@ -103,6 +103,7 @@ def test_an_environment_that_cannot_be_installed_is_a_line_saying_so(monkeypatch
     assert row["env"] == "sklearn"
 
 
+@pytest.mark.slow  # pip installs environments: make test, not make test-fast
 def test_environments_installed_side_by_side_give_the_same_table(monkeypatch) -> None:
     import sys
     import threading

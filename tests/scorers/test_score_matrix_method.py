@@ -17,6 +17,7 @@ from tieaudit.scorers import (
     check_scorer,
     get_scorer,
 )
+from tests.conftest import examples
 
 WEIGHTS = ["rating", "binary", "count"]
 
@@ -399,7 +400,7 @@ def overlap_inputs(draw):
     return history, attrs, users, items, weight, chunk_size
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(overlap_inputs())
 def test_overlap_score_matrix_property(inputs):
     history, attrs, users, items, weight, chunk_size = inputs
