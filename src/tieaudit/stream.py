@@ -339,20 +339,12 @@ def _lookahead(items: Iterator[Any]) -> Iterator[Any]:
         yield prev
 
 
-class _Done:
-    """A chunk this process worked on itself, waiting beside the pool's futures for its turn."""
-
-    def __init__(self, value: Any) -> None:
-        self.value = value
-
-    def done(self) -> bool:
-        return True
-
-    def result(self) -> Any:
-        return self.value
-
-    def cancel(self) -> bool:
-        return False
+def _done(value: Any) -> Future:
+    """A chunk this process worked on itself: a finished future, waiting beside the pool's for its
+    turn."""
+    future: Future = Future()
+    future.set_result(value)
+    return future
 
 
 def map_chunks(work: Callable[..., Any], task: Any, items: Iterator[tuple[tuple, int]],
@@ -372,16 +364,16 @@ def map_chunks(work: Callable[..., Any], task: Any, items: Iterator[tuple[tuple,
             keep(work(task, *args), lines)
         return
     workers = jobs - 1
-    pending: deque[tuple[Future | _Done, int]] = deque()
+    pending: deque[tuple[Future, int]] = deque()
     context = multiprocessing.get_context("spawn")  # no fork of a process running Arrow threads
     with ProcessPoolExecutor(workers, mp_context=context, initializer=keep_freed_memory) as pool:
         try:
             for args, lines in itertools.chain(first, items):
-                queued = sum(1 for f, _ in pending if isinstance(f, Future) and not f.done())
+                queued = sum(1 for f, _ in pending if not f.done())  # the pool's, unfinished
                 if queued < 2 * workers:
                     pending.append((pool.submit(work, task, *args), lines))
                 else:
-                    pending.append((_Done(work(task, *args)), lines))
+                    pending.append((_done(work(task, *args)), lines))
                 del args
                 while len(pending) >= jobs + 2 or (pending and pending[0][0].done()):
                     future, n = pending.popleft()
