@@ -52,7 +52,7 @@ census: $(STAMP)  ## probe every adapter's library in its own environment; resul
 	nice -n 10 $(BIN)/python -m tieaudit.probe.census --cache .census --out results/census \
 		--jobs $(CENSUS_JOBS)
 
-test-slurm: $(STAMP)  ## run the demo through a throw-away one-node Slurm cluster (root; about 15 min)
+test-slurm: $(STAMP)  ## run a small configuration (one job of every rule) through a throw-away one-node Slurm cluster (root; about 8 min)
 	bash tests/slurm/run_slurm_test.sh
 
 lint: $(STAMP)  ## ruff on the library, tests and scripts

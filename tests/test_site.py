@@ -49,6 +49,10 @@ def test_the_site_has_every_page(site: Path) -> None:
                  "reference/tie-rules", "reference/_generated/api", "reference/_generated/cli",
                  "reference/_generated/config", "reference/_generated/census"):  # fmt: skip
         assert (site / f"{page}.html").is_file(), page
+    # the development guide includes the README's table of test commands
+    development = (site / "guide/development.html").read_text(encoding="utf-8")
+    row = '<span class="pre">make</span> <span class="pre">test-fast</span></code></p></td>'
+    assert '<th class="head"><p>time here</p></th>' in development and row in development
 
 
 @needs_docs

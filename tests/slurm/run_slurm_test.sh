@@ -537,9 +537,12 @@ check "Snakemake reported the Slurm job as failed" grep -q "SLURM-job '$victim' 
 # writes results/<dataset>/<setting>/<scorer>/audit/parts/audit_rows.<part>.parquet, which
 # merge_audit joins into audit/{invariance,diagnostics}.csv and checklist.md; with one part the
 # audit job writes those three itself. Its comment joins the wildcards dataset, setting, scorer
-# (and part) with '_'.
+# (and part) with '_'; the scorers are the configuration's.
+SCORERS=$("$VENV_BIN/python" -c 'import sys, yaml; print("|".join(yaml.safe_load(open(sys.argv[1]))["scorers"]))' "$RUN_CONFIG")
+[[ $SCORERS =~ ^[a-z0-9_|]+$ ]] || fail "unexpected scorer names in $RUN_CONFIG: $SCORERS"
+WILDCARDS_RE="^(.*)_(sampled|full)_($SCORERS)(_([0-9]+))?\$"
 wc_part=${victim_comment#rule_audit_wildcards_}
-[[ $wc_part =~ ^(.*)_(sampled|full)_(attribute_overlap|residualized_attribute|popularity)(_([0-9]+))?$ ]] ||
+[[ $wc_part =~ $WILDCARDS_RE ]] ||
     fail "cannot read the killed job's wildcards from its comment $victim_comment"
 VICTIM_DIR="results/${BASH_REMATCH[1]}/${BASH_REMATCH[2]}/${BASH_REMATCH[3]}/audit"
 VICTIM_GROUP="${BASH_REMATCH[1]}_${BASH_REMATCH[2]}_${BASH_REMATCH[3]}"
