@@ -2,15 +2,17 @@
 table, or of a part of its rows (evaluation.row_chunks: their per-row numbers, merged by
 merge_audit)."""
 
+import sys
 from pathlib import Path
 
+import pandas as pd
 import pyarrow.compute as pc
 
 from tieaudit import evaluate, read_candidates
 from tieaudit._parquet import read_table
 from tieaudit.audit import AuditRows, audit
-from tieaudit.io import atomic_write_many
-from tieaudit.partition import placed
+from tieaudit.io import atomic_write_many, write_table
+from tieaudit.partition import empty_part_note, is_empty_part, placed
 from tieaudit.workflow import start
 
 log = start(snakemake)  # noqa: F821 - injected by Snakemake
@@ -18,6 +20,10 @@ p = snakemake.params  # noqa: F821
 w = snakemake.wildcards  # noqa: F821
 inp = snakemake.input  # noqa: F821
 out = snakemake.output  # noqa: F821
+if p.part is not None and is_empty_part(inp.scores):  # more parts than the dataset has rows
+    log.warning(empty_part_note(*p.part))
+    write_table(pd.DataFrame(), out.rows)
+    sys.exit(0)
 table = read_candidates(inp.scores)
 # the users with history: a row of any other user is a cold start (diagnostics)
 history = read_table(inp.history, columns=["user_id"])

@@ -1,17 +1,24 @@
 """Step: evaluate a scored candidates table under every tie rule (tidy metrics.csv), or a part
 of its rows (evaluation.row_chunks: their per-row values, merged by merge_metrics)."""
 
+import sys
+
 import numpy as np
+import pandas as pd
 
 from tieaudit import evaluate, read_candidates
 from tieaudit.io import write_table
-from tieaudit.partition import part_bounds, placed
+from tieaudit.partition import empty_part_note, is_empty_part, part_bounds, placed
 from tieaudit.partvalues import row_values
 from tieaudit.workflow import start
 
 log = start(snakemake)  # noqa: F821 - injected by Snakemake
 p = snakemake.params  # noqa: F821
 inp = snakemake.input  # noqa: F821
+if p.part is not None and is_empty_part(inp.scores):  # more parts than the dataset has rows
+    log.warning(empty_part_note(*p.part))
+    write_table(pd.DataFrame(), snakemake.output[0])  # noqa: F821
+    sys.exit(0)
 table = read_candidates(inp.scores)
 # hash_mean ranks merged from the hash_seeds jobs; a full-catalog summary table records them
 chunks = inp.get("chunks", [])

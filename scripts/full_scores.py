@@ -6,7 +6,7 @@ import numpy as np
 from tieaudit._parquet import read_parquet
 from tieaudit.fullcatalog import chunk_rows_for, full_catalog_candidates
 from tieaudit.io import write_table
-from tieaudit.partition import row_part
+from tieaudit.partition import empty_part_note, row_part
 from tieaudit.scorers import get_scorer
 from tieaudit.workflow import start
 
@@ -32,6 +32,8 @@ if p.n_rows is not None:
 if p.part is not None:  # a part of the rows (evaluation.row_chunks); the scorer fits on all
     rows = row_part(rows, *p.part)
     log.info("rows part %d of %d", *p.part)
+    if rows.empty:
+        log.warning(empty_part_note(*p.part))
 chunk = chunk_rows_for(len(catalog), p.chunk_pairs)
 log.info("%d rows x %d catalogue items, %d rows a chunk", len(rows), len(catalog), chunk)
 

@@ -5,13 +5,15 @@ from pathlib import Path
 
 from tieaudit.audit import AuditRows
 from tieaudit.io import atomic_write_many
+from tieaudit.partition import is_empty_part
 from tieaudit.workflow import start
 
 log = start(snakemake)  # noqa: F821 - injected by Snakemake
 p = snakemake.params  # noqa: F821
 w = snakemake.wildcards  # noqa: F821
 out = snakemake.output  # noqa: F821
-rows = AuditRows.concat([AuditRows.read(f) for f in snakemake.input.parts])  # noqa: F821
+rows = AuditRows.concat([AuditRows.read(f) for f in snakemake.input.parts  # noqa: F821
+                        if not is_empty_part(f)])  # fmt: skip
 res = rows.sums().result(headline=p.headline, reported_rule=p.reported_rule,
                          permutation_seed=p.seed, title=f"{w.dataset} / {w.scorer}",
                          requested_rows=p.requested_rows)  # fmt: skip

@@ -3,13 +3,14 @@ exactly as one evaluation of all of them."""
 
 from tieaudit._parquet import read_parquet
 from tieaudit.io import write_table
+from tieaudit.partition import is_empty_part
 from tieaudit.partvalues import RowValues, merged_sums
 from tieaudit.workflow import start
 
 log = start(snakemake)  # noqa: F821 - injected by Snakemake
 p = snakemake.params  # noqa: F821
 parts = [RowValues.from_frame(read_parquet(f), p.rules, p.metrics)
-         for f in snakemake.input.parts]  # noqa: F821  # fmt: skip
+         for f in snakemake.input.parts if not is_empty_part(f)]  # noqa: F821  # fmt: skip
 summary = merged_sums(parts).summary()
 log.info("\n%s", summary.to_string())
 write_table(summary, snakemake.output[0])  # noqa: F821

@@ -2,7 +2,7 @@
 
 from tieaudit._parquet import read_parquet
 from tieaudit.io import write_table
-from tieaudit.partition import row_part
+from tieaudit.partition import empty_part_note, row_part
 from tieaudit.scorers import calibrate_scorer, get_scorer, score_candidates
 from tieaudit.workflow import start
 
@@ -23,6 +23,8 @@ part = snakemake.params.part  # noqa: F821
 if part is not None:
     candidates = row_part(candidates, *part)
     log.info("rows part %d of %d", *part)
+    if candidates.empty:
+        log.warning(empty_part_note(*part))
 scored = score_candidates(candidates, scorer, calibrate=False)
 log.info("scored %d candidates with %s", len(scored), spec["scorer"])
 write_table(scored[["row", "user_id", "item_id", "label", "score"]], snakemake.output[0])  # noqa: F821

@@ -8,7 +8,10 @@ from fractions import Fraction
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from tests.conftest import examples
 from tieaudit.candidates import as_table
 from tieaudit.precision import CAST_COLUMNS, cast_scores, cast_summary, cast_table, parse_precision
 
@@ -229,3 +232,25 @@ def test_a_bad_precision_or_a_summary_table_is_refused(tmp_path, capsys) -> None
     err = capsys.readouterr().err
     assert err.startswith("tieaudit: error: ") and "counts candidates it does not store" in err
     assert not out.exists()
+
+
+@pytest.mark.parametrize("decimals", [0, 1, 8, 15])
+def test_rounding_never_overflows_nor_merges_scores_with_no_digits_that_far_down(
+    decimals: int,
+) -> None:
+    # near the top of float64's range, numpy's scaling by 10**D overflows to inf; a little
+    # lower it moves a score by a unit in the last place: both make ties the data does not have
+    big = np.array([1e300, np.nextafter(1e300, np.inf), -1e300, 1.7e308, 1e20,
+                    np.nextafter(1e20, 0.0), 2.0**53, np.inf, -np.inf])  # fmt: skip
+    got = cast_scores(big, f"round:{decimals}")
+    assert np.array_equal(got, big)
+    assert len(np.unique(got)) == len(big)
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(st.floats(allow_nan=False, allow_infinity=False), st.integers(0, 15))
+def test_rounding_stays_within_half_a_unit_of_the_last_decimal(x: float, decimals: int) -> None:
+    got = float(cast_scores(np.array([x]), f"round:{decimals}")[0])
+    assert np.isfinite(got)
+    with np.errstate(over="ignore"):  # the spacing of float64's largest value
+        assert abs(got - x) <= 0.5 * 10.0**-decimals + 2 * np.spacing(abs(x))

@@ -25,7 +25,7 @@ import pandas as pd
 
 from ._parquet import parquet_file
 
-__all__ = ["part_bounds", "row_part", "part_place", "placed"]
+__all__ = ["part_bounds", "row_part", "part_place", "placed", "is_empty_part", "empty_part_note"]
 
 T = TypeVar("T")
 
@@ -40,7 +40,8 @@ def part_bounds(n_rows: int, n_parts: int) -> list[tuple[int, int]]:
 
 def row_part(frame: pd.DataFrame, part: int, n_parts: int, column: str = "row") -> pd.DataFrame:
     """The lines of ``frame`` in rows part ``part`` of ``n_parts`` (rows in first-appearance
-    order of ``column``; the lines of a row must be consecutive), with a fresh index."""
+    order of ``column``; the lines of a row must be consecutive), with a fresh index; none
+    where the table has fewer rows than parts and this part is one of the empty ones."""
     if not 0 <= part < n_parts:
         raise ValueError(f"part {part} of {n_parts}: parts are numbered 0 .. {n_parts - 1}")
     rows = frame[column].to_numpy()
@@ -53,13 +54,20 @@ def row_part(frame: pd.DataFrame, part: int, n_parts: int, column: str = "row") 
             f"row must be consecutive to split rows into parts (sort the table by {column!r})"
         )
     first, stop = part_bounds(len(starts), n_parts)[part]
-    if first == stop:
-        raise ValueError(
-            f"part {part} of {n_parts} has no rows: the table has only {len(starts)} rows; "
-            "split it into fewer parts"
-        )
     lines = np.r_[starts, len(rows)]
     return frame.iloc[lines[first] : lines[stop]].reset_index(drop=True)
+
+
+def is_empty_part(path: str | os.PathLike[str]) -> bool:
+    """Whether the Parquet file of a part at ``path`` holds no lines (from its footer): a part
+    beyond the rows of a dataset with fewer rows than parts."""
+    return parquet_file(path).metadata.num_rows == 0
+
+
+def empty_part_note(part: int, n_parts: int) -> str:
+    """The log line of a step that found its part ``part`` of ``n_parts`` empty."""
+    return (f"rows part {part} of {n_parts} is empty: the dataset has fewer rows than "
+            "evaluation.row_chunks; its output has no lines and the merge passes it over")
 
 
 def part_place(paths: Sequence[str | os.PathLike[str]], part: int) -> tuple[int, int]:

@@ -19,7 +19,11 @@ is tied, and ``input_order`` against ``expected`` the inflation the stored order
     correctly rounded bfloat16 value.
 ``round:D``
     ``numpy.round(score, D)`` for ``D`` from 0 to 15 decimals (half to even on the scaled
-    value, as numpy rounds).
+    value, as numpy rounds), except where a float64 holds no digit below the ``D``-th decimal:
+    a score with ``|score| * 10**D >= 2**53`` is a multiple of its own spacing, which is wider
+    than ``10**-D``, so rounding it to ``D`` decimals gives the score itself. It is kept as it
+    is; numpy's scaling would turn it into ``inf`` near the top of the range (``1e300`` at 15
+    decimals) or move it by a unit in the last place, making ties the data does not have.
 
 The result is float64 again, holding the cast values exactly. It needs every candidate's score:
 a summary table (whose tie groups are counts) or a table with counts of unstored candidates is
@@ -92,6 +96,15 @@ def _bfloat16(x: np.ndarray) -> np.ndarray:
     return bits.view(np.float32).astype(np.float64)
 
 
+def _round(x: np.ndarray, decimals: int) -> np.ndarray:
+    """``x`` rounded to ``decimals`` places; a score with no digit that far down kept as it is
+    (see the module docstring)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        rounded = np.round(x, decimals)
+    whole = ~(np.abs(x) < 2.0**53 / 10.0**decimals)  # NaN and the infinities kept as well
+    return np.where(whole, x, rounded)
+
+
 def cast_scores(scores: np.ndarray, precision: str) -> np.ndarray:
     """``scores`` cast to ``precision`` (:data:`PRECISIONS`), as float64."""
     x = np.asarray(scores, dtype=np.float64)
@@ -99,7 +112,7 @@ def cast_scores(scores: np.ndarray, precision: str) -> np.ndarray:
     if p == "bfloat16":
         return _bfloat16(x)
     if p.startswith("round:"):
-        return np.round(x, int(p.split(":")[1]))
+        return _round(x, int(p.split(":")[1]))
     with np.errstate(over="ignore"):
         return x.astype(np.float32 if p == "float32" else np.float16).astype(np.float64)
 
