@@ -282,8 +282,12 @@ def _line(adapter_name: str, env: str, metric: str, got: dict) -> dict[str, obje
     res = got["result"]
     rec.update(behaviour=res["rule"], invariant="yes" if res["invariant"] else "no",
                mean=res["mean"], expected=res["expected"], inflation=res["inflation"])  # fmt: skip
+    from .report import reads_one
+
+    notes = [reads_one(res)] if reads_one(res) else []
     if len(res["evidence"]) > 1 or res["rule"] in ("unstable", "unknown"):
-        rec["note"] = "; ".join(res["evidence"][:2])
+        notes += res["evidence"][:2]
+    rec["note"] = "; ".join(notes)
     return rec
 
 
