@@ -646,3 +646,26 @@ def test_an_evaluator_refusing_rows_with_two_relevant_items_is_named_from_the_ot
     assert "raised ValueError on the crafted cases with two relevant items a row: takes one " \
         "relevant item a row): it takes one relevant item a row" in res.evidence[0]
     assert "optimistic (takes one relevant item a row, refuses rows with more)" in summary(res)
+
+
+def test_a_one_item_twin_gives_the_kind_s_values_with_one_relevant_item_a_row() -> None:
+    twins = {k.name: k.one_item_twin for k in rule_kinds() if k.one_item_twin}
+    assert twins == {"shared_first": "optimistic", "shared_last": "pessimistic"}
+    rng = np.random.default_rng(0)
+    n = 3000
+    frame = pd.DataFrame({"row": np.repeat(np.arange(300), 10).astype(str),
+                          "user_id": np.repeat(np.arange(300), 10).astype(str),
+                          "item_id": np.tile(np.arange(10), 300).astype(str),
+                          "label": np.tile(np.r_[1, np.zeros(9, dtype=int)], 300),
+                          "score": rng.integers(0, 3, n).astype(float)})  # fmt: skip
+    measures = [parse_measure(m) for m in ("nDCG@1", "nDCG@3", "HR@2", "MRR@5", "P@3")]
+    shared = shared_table(parse_measure("nDCG@10"))
+    for table in (CandidateTable.from_frame(frame), one_relevant_table(shared, "first")):
+        for kind, twin in twins.items():
+            ev = evaluate(table, measures, [TieRule(kind), TieRule(twin)], n_seeds=1)
+            for m in measures:
+                assert np.allclose(ev[kind].values[m], ev[twin].values[m]), (kind, m)
+    # with two relevant items in one group they differ: no twin there
+    ev = evaluate(shared, measures[:1], [TieRule("shared_last"), TieRule("pessimistic")], n_seeds=1)
+    assert not np.allclose(ev["shared_last"].values[measures[0]],
+                           ev["pessimistic"].values[measures[0]])  # fmt: skip
