@@ -286,3 +286,78 @@ BEHAVIOURS = {
     "shared_last": shared_last,
     "unstable": unstable,
 }
+
+
+# ---------------------------------------------------------------------- numeric edge values
+def _signed_zero_key(s: np.ndarray) -> np.ndarray:
+    """Descending by score with −0.0 above 0.0 (a total order on the bits: they compare equal
+    as numbers), then stored order."""
+    return np.lexsort((~np.signbit(s), -s))
+
+
+# −0.0 ordered above 0.0, the rest as input_order
+signed_zero_apart = _by_order(lambda s, lab, ids: _signed_zero_key(s))
+# 0.0 above −0.0, then the relevant item first: row-order invariant, and no rule either
+signed_zero_optimistic = _by_order(lambda s, lab, ids: np.lexsort((-lab, np.signbit(s), -s)))
+
+
+def _as_text(s: np.ndarray) -> np.ndarray:
+    """Descending by the scores' text (as read from a file into strings), then stored order."""
+    text = [repr(float(x)) for x in s]
+    return np.array(sorted(range(len(s)), key=lambda i: text[i], reverse=True))  # stable
+
+
+scores_as_text = _by_order(lambda s, lab, ids: _as_text(s))
+
+
+def _rounding(decimals: int):
+    """input_order on the scores rounded to ``decimals`` places first."""
+    return _by_order(lambda s, lab, ids: np.argsort(-np.round(s, decimals), kind="stable"))
+
+
+rounds_to_1 = _rounding(1)
+rounds_to_0 = _rounding(0)
+# scores cut to integers (coarser than any rounding probed ties the same perturbations)
+truncates = _by_order(lambda s, lab, ids: np.argsort(-np.trunc(s), kind="stable"))
+
+
+# ---------------------------------------------------------------------- one relevant item a row
+def _one_relevant(rank_of, which: int = 0, hit: bool = False):
+    """nDCG@k (HR@k with ``hit``) written for one held-out item a row (sampled evaluation): the
+    rank of the row's relevant item (the first stored with ``which = 0``, the last with
+    ``-1``), the ideal DCG that of one item."""
+
+    def fn(frame: pd.DataFrame, k: int) -> list[float]:
+        out = []
+        for lab, s, _ in _rows(frame):
+            p = np.flatnonzero(lab > 0)[which]
+            r = rank_of(s, p)
+            out.append(float(r <= k) if hit else 1.0 / np.log2(r + 1.0) if r <= k else 0.0)
+        return out
+
+    return fn
+
+
+# the first relevant item's place: first (last) of its tie group
+one_relevant_optimistic = _one_relevant(lambda s, p: 1 + int((s > s[p]).sum()))
+one_relevant_pessimistic = _one_relevant(lambda s, p: int((s >= s[p]).sum()))
+# the last stored relevant item, pessimistic
+last_relevant_pessimistic = _one_relevant(lambda s, p: int((s >= s[p]).sum()), which=-1)
+# the first relevant item's place in a stable sort by score (input_order)
+one_relevant_input_order = _one_relevant(
+    lambda s, p: 1 + int(np.flatnonzero(np.argsort(-s, kind="stable") == p)[0])
+)
+# HR@k of the first stored relevant item at its group's last place
+one_relevant_hit_pessimistic = _one_relevant(lambda s, p: int((s >= s[p]).sum()), hit=True)
+
+
+def one_relevant_dcg_all_ideal(frame: pd.DataFrame, k: int) -> list[float]:
+    """No rule, counting one relevant item or all: the first stored relevant item's DCG at its
+    group's first place over the ideal DCG of all the row's relevant items."""
+    out = []
+    for lab, s, _ in _rows(frame):
+        p = np.flatnonzero(lab > 0)[0]
+        r = 1 + int((s > s[p]).sum())
+        ideal = (1.0 / np.log2(np.arange(2, min(int(lab.sum()), k) + 2))).sum()
+        out.append((1.0 / np.log2(r + 1.0) if r <= k else 0.0) / ideal)
+    return out

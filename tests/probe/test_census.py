@@ -4,6 +4,8 @@ writes. The libraries themselves are probed in their own environments by ``make 
 
 from __future__ import annotations
 
+import functools
+import subprocess
 from pathlib import Path
 
 import pandas as pd
@@ -167,3 +169,114 @@ def adapters_version(name: str) -> str:
     from tieaudit.probe import get_adapter
 
     return get_adapter(name).version()
+
+
+# ---------------------------------------------------------------------- an installed copy
+def _forget_the_package_path() -> None:
+    getattr(census_mod, "_package_path", functools.cache(lambda: None)).cache_clear()
+
+
+@pytest.fixture
+def fresh_path():
+    """The package's path found afresh in the test, and again after it."""
+    _forget_the_package_path()
+    yield
+    _forget_the_package_path()
+
+
+def _installed_copy(site: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make the census read its package as sitting in ``site`` (no pyproject.toml beside)."""
+    monkeypatch.setattr(census_mod, "_SRC", site)
+    monkeypatch.setattr(census_mod, "_PYPROJECT", site.parent / "pyproject.toml")
+    _forget_the_package_path()
+
+
+def _child_path(monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The PYTHONPATH a census child is started with."""
+    seen: dict[str, str] = {}
+
+    def run(cmd, **kwargs):
+        seen.update(kwargs.get("env") or {})
+        return subprocess.CompletedProcess(cmd, 1, "", "")
+
+    monkeypatch.setattr(census_mod.subprocess, "run", run)
+    census_mod._children("python", "numpy-stable", ["nDCG@10"], timeout=1)
+    return Path(seen["PYTHONPATH"])
+
+
+def test_a_child_of_an_installed_copy_gets_the_package_alone(tmp_path: Path, monkeypatch,
+                                                             fresh_path) -> None:  # fmt: skip
+    site = tmp_path / "lib" / "python3" / "site-packages"
+    for name in ("tieaudit", "pandas"):
+        (site / name).mkdir(parents=True)
+        (site / name / "__init__.py").write_text("")
+    _installed_copy(site, monkeypatch)
+    path = _child_path(monkeypatch)
+    assert path != site and [p.name for p in path.iterdir()] == ["tieaudit"]
+    assert (path / "tieaudit").resolve() == (site / "tieaudit").resolve()
+    # its requirements: the installed copy's own, without the extras
+    base = census_mod.base_requirements()
+    assert [r.split(">")[0] for r in base] == ["numpy", "pandas", "pyarrow"]
+    # a checkout: its src folder, which holds the package alone
+    src = tmp_path / "checkout" / "src"
+    (src / "tieaudit").mkdir(parents=True)
+    (src.parent / "pyproject.toml").write_text('[project]\ndependencies = ["numpy"]\n')
+    _installed_copy(src, monkeypatch)
+    assert _child_path(monkeypatch) == src
+    assert census_mod.base_requirements() == ["numpy"]
+
+
+# the parent: the census started from an installed copy; the environment its child gets
+_PARENT = """
+import json, subprocess, sys
+from tieaudit.probe import census
+import tieaudit
+seen, run = {}, subprocess.run
+def spy(cmd, **kwargs):
+    seen.update(kwargs.get("env") or {})
+    return run(cmd, **kwargs)
+census.subprocess.run = spy
+census._children(sys.argv[1], "numpy-stable", ["nDCG@10"], timeout=60)
+code = ("import importlib.util as u, tieaudit; print(tieaudit.__file__); "
+        "print(u.find_spec('parent_only') is None)")
+child = run([sys.argv[1], "-c", code], env=seen, capture_output=True, text=True)
+print(json.dumps({"file": tieaudit.__file__, "path": seen["PYTHONPATH"],
+                  "base": census.base_requirements(), "child": child.stdout.split(),
+                  "error": child.stderr}))
+"""
+
+
+@pytest.mark.slow  # builds and installs tieaudit: make test, not make test-fast
+def test_an_installed_copy_s_children_see_none_of_its_site_packages(tmp_path: Path) -> None:
+    import json
+    import shutil
+    import sys
+    import sysconfig
+
+    root = Path(census_mod.__file__).resolve().parents[3]
+    project = tmp_path / "project"  # a copy: building writes beside the sources
+    shutil.copytree(root / "src" / "tieaudit", project / "src" / "tieaudit",
+                    ignore=shutil.ignore_patterns("__pycache__"))  # fmt: skip
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(root / name, project / name)
+    parent, child = tmp_path / "parent", tmp_path / "child"
+    for folder in (parent, child):
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder)], check=True)
+    python = parent / "bin" / "python"
+    subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet",
+                    "--disable-pip-version-check", "--no-deps", str(project)],
+                   check=True, capture_output=True)  # fmt: skip
+    site = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()"
+                                "['purelib'])"], check=True, capture_output=True,
+                               text=True).stdout.strip())  # fmt: skip
+    # the parent's libraries: one beside the installed copy, and this interpreter's after it
+    (site / "parent_only.py").write_text("")
+    (site / "zz-libraries.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    out = subprocess.run([str(python), "-c", _PARENT, str(child / "bin" / "python")],
+                         capture_output=True, text=True, check=True)  # fmt: skip
+    got = json.loads(out.stdout)
+    assert Path(got["file"]).parent.parent == site  # the installed copy, not an editable one
+    assert Path(got["path"]) != site
+    assert [r.split(">")[0] for r in got["base"]] == ["numpy", "pandas", "pyarrow"]
+    # the child imports tieaudit (the installed copy) and nothing else of the parent's
+    assert got["child"] == [str(Path(got["path"]) / "tieaudit" / "__init__.py"), "True"], got

@@ -238,3 +238,49 @@ def test_a_stuck_adapter_is_an_error_row_of_the_table(monkeypatch: pytest.Monkey
     assert row["rule"] == "error"
     assert row["note"] == ("stuck did not return within 0.5 s on the crafted tie cases and was "
                            "stopped (--timeout sets the limit)")  # fmt: skip
+
+
+def test_the_tables_say_an_evaluator_reads_one_relevant_item_a_row(monkeypatch) -> None:
+    from tests.probe import evaluators as E
+    from tieaudit.probe import census as census_mod
+
+    one = Adapter("one", "One", "numpy", "numpy", "one held-out item a row", ("nDCG",),
+                  lambda m: E.one_relevant_optimistic)  # fmt: skip
+    monkeypatch.setitem(adapters_base._REGISTRY, "one", one)
+    table = evaluator_table(standard_table(rows=20), "nDCG@10", names=["one"])
+    said = "reads one relevant item a row, the first stored"
+    assert table.loc[0, "rule"] == "optimistic" and table.loc[0, "note"] == said
+    got = census_mod.probe_one("one", "nDCG@10")
+    line = census_mod._line("one", "one", "nDCG@10", got)
+    assert line["behaviour"] == "optimistic" and line["note"] == said
+
+
+_FILE_NDCG = """import numpy as np
+def fn(candidates, k):
+    out = []
+    for _, row in candidates.groupby("row", sort=False):
+        order = np.argsort(-row["score"].to_numpy(), kind="stable")
+        top = row["label"].to_numpy()[order][:k]
+        out.append(float((top / np.log2(np.arange(2, len(top) + 2))).sum()))
+    return out
+"""
+
+
+def test_a_huge_cutoff_is_probed_on_rows_that_do_not_grow_with_it(tmp_path: Path, capsys) -> None:
+    path = tmp_path / "mine.py"
+    path.write_text(_FILE_NDCG)
+    out = tmp_path / "out"
+    assert main(["probe", f"{path}:fn", "-m", "nDCG@100000000", "-o", str(out)]) == 0
+    data = json.loads((out / "probe.json").read_text())
+    assert data["rule"] == "input_order" and data["metric"] == "nDCG@100000000"
+    assert any("fewer than the cutoff 100000000: a tie group across the cutoff is not probed"
+               in e for e in data["evidence"])  # fmt: skip
+
+
+@pytest.mark.parametrize("timeout", ["1e10", "inf"])
+def test_a_timeout_beyond_what_the_system_waits_is_accepted(timeout: str, tmp_path: Path) -> None:
+    path = tmp_path / "mine.py"
+    path.write_text(_FILE_NDCG)
+    out = tmp_path / "out"
+    assert main(["probe", f"{path}:fn", "--timeout", timeout, "-o", str(out)]) == 0
+    assert json.loads((out / "probe.json").read_text())["rule"] == "input_order"

@@ -17,7 +17,15 @@ from tieaudit.evaluate import evaluate
 from tieaudit.measures import parse_measure
 from tieaudit.probe import ProbeError, candidate_rules, probe
 from tieaudit.probe.calls import Caller, call_evaluator
-from tieaudit.probe.cases import crafted_table, probe_tables, shared_table, standard_table
+from tieaudit.candidates import CandidateTable
+from tieaudit.probe.cases import (
+    MAX_HEIGHT,
+    crafted_table,
+    one_relevant_table,
+    probe_tables,
+    shared_table,
+    standard_table,
+)
 from tieaudit.probe.report import summary, to_json, to_markdown
 from tieaudit.rules import RuleKind, TieRule, get_kind, rule_kinds
 from tieaudit.rules import base as rules_base
@@ -158,10 +166,11 @@ def test_mean_rank_plugged_in_is_named_and_a_half_place_off_is_not(metric: str) 
 def test_at_cutoff_1_the_mean_rank_is_not_told_from_the_last_place() -> None:
     res = probe(E.mean_rank, "nDCG@1")
     assert "with nDCG@1 the crafted cases cannot tell pessimistic from mean_rank" in res.evidence
-    # written for one relevant item, it gives 0 wherever two relevant items tie, which at k = 1
-    # is the shared last place's value and neither the last places' nor the mean ranks'
-    assert res.rule == "shared_last" and res.matches == ["shared_last"]
-    assert "which tell it from pessimistic, mean_rank" in res.evidence[0]
+    # written for one relevant item a row, it reads the first stored: with it alone the last
+    # place and the mean rank give the same values at k = 1 (and the shared last place does
+    # not, where a relevant item alone at the top is stored after another)
+    assert res.rule == "unknown" and res.matches == ["pessimistic", "mean_rank"], res.evidence
+    assert res.extra["reads_one_relevant"] == "first"
 
 
 def test_inflation_of_stored_order_on_the_standard_table() -> None:
@@ -479,3 +488,184 @@ def test_no_cast_is_detected_as_none_and_a_pessimistic_order_says_nothing() -> N
     assert "| score casting | none |" in to_markdown(res)
     assert "score_casting" not in probe(E.pessimistic, "nDCG@10").extra
     assert "score_casting" not in probe(E.input_order, "nDCG@10", casting=False).extra
+
+
+# ---------------------------------------------------------------------- numeric edge values
+@pytest.mark.parametrize("metric", ["nDCG@10", "nDCG@1", "nDCG@20"])
+@pytest.mark.parametrize(
+    ("fn", "invariant", "shows"),
+    [
+        (E.signed_zero_apart, False, "it orders -0.0 and 0.0 apart"),
+        (E.signed_zero_optimistic, True, "it orders -0.0 and 0.0 apart"),
+        (E.scores_as_text, False, "as text ('9.0' above '10.0')"),
+    ],
+)
+def test_signed_zeros_and_scores_as_text_are_no_rule(fn, invariant: bool, shows: str,
+                                                      metric: str) -> None:  # fmt: skip
+    res = probe(fn, metric)
+    assert res.rule == "unknown" and res.matches == [], res.evidence
+    assert res.deterministic and res.invariant == invariant
+    assert "every value on the rows of plain scores matches" in res.evidence[0]
+    assert shows in res.evidence[0]
+    assert "score_casting" not in res.extra  # no order named to read a perturbation against
+
+
+def test_the_crafted_cases_hold_signed_zeros_and_text_ordered_otherwise() -> None:
+    table, lays = crafted_table(parse_measure("nDCG@10"))
+    frame = table.to_frame()
+    edge = [lay.values for lay in lays if not lay.plain]
+    assert {"minus_zero", "plus_zero", "text"} == set(edge)
+    scores = frame["score"].to_numpy()
+    assert (scores == 0).any() and np.signbit(scores[scores == 0]).any()
+    assert not np.signbit(scores[scores == 0]).all()
+    text = frame["score"].map(repr)
+    assert (text == "9.0").any() and (text == "10.0").any()  # '9.0' > '10.0' as text
+
+
+# ---------------------------------------------------------------------- coarse casts
+@pytest.mark.parametrize(
+    ("fn", "found"),
+    [
+        (E.rounds_to_1, ["round:1"]),
+        (E.rounds_to_0, ["round:0", "coarser"]),
+        (E.truncates, ["round:0", "coarser"]),
+    ],
+)
+def test_a_coarse_rounding_is_named_as_found(fn, found: list[str]) -> None:
+    res = probe(fn, "nDCG@10")
+    assert res.rule == "input_order", res.evidence
+    assert res.extra["score_casting"] == found
+    shown = " or ".join(found)
+    assert f"it casts or rounds its scores to {shown}" in res.evidence[-1]
+    assert f"score casting:       {shown}\n" in summary(res)
+
+
+# ---------------------------------------------------------------------- one relevant item a row
+@pytest.mark.parametrize("metric", ["nDCG@10", "nDCG@1", "nDCG@3"])
+@pytest.mark.parametrize(
+    ("fn", "rule", "which"),
+    [
+        (E.one_relevant_optimistic, "optimistic", "first"),
+        (E.one_relevant_pessimistic, "pessimistic", "first"),
+        (E.last_relevant_pessimistic, "pessimistic", "last"),
+        (E.one_relevant_input_order, "input_order", "first"),
+    ],
+)
+def test_an_evaluator_reading_one_relevant_item_a_row_is_named_and_says_so(
+    fn, rule: str, which: str, metric: str
+) -> None:
+    res = probe(fn, metric)
+    if metric == "nDCG@1" and rule == "pessimistic":  # the mean rank is the last place there
+        assert res.rule == "unknown" and res.matches == ["pessimistic", "mean_rank"]
+        assert res.extra["reads_one_relevant"] == which
+        return
+    assert (res.rule, res.matches) == (rule, [rule]), res.evidence
+    assert res.extra["reads_one_relevant"] == which
+    assert f"only with the {which} stored relevant item of a row counted: it reads one " \
+        "relevant item a row" in res.evidence[0]
+    told = f"{rule} (reads one relevant item a row, the {which} stored)"
+    assert f"tie rule:            {told}\n" in summary(res)
+    assert f"| tie rule | {told} |" in to_markdown(res)
+    assert json.loads(to_json(res))["reads_one_relevant"] == which
+
+
+def test_a_hit_rate_reading_one_relevant_item_a_row_is_named() -> None:
+    res = probe(E.one_relevant_hit_pessimistic, "HR@10")
+    assert (res.rule, res.extra["reads_one_relevant"]) == ("pessimistic", "first"), res.evidence
+
+
+@pytest.mark.parametrize("behaviour", [b for b in E.BEHAVIOURS if b != "unstable"])
+def test_an_evaluator_reading_every_relevant_item_is_named_as_before(behaviour: str) -> None:
+    res = probe(E.BEHAVIOURS[behaviour], "nDCG@10")
+    assert res.rule == behaviour
+    # the hand-written mean rank reads the row's first relevant item alone, as OGB does
+    assert ("reads_one_relevant" in res.extra) == (behaviour == "mean_rank"), res.evidence
+
+
+def test_one_relevant_item_a_row_does_not_name_an_unknown_evaluator() -> None:
+    res = probe(E.one_relevant_dcg_all_ideal, "nDCG@10")
+    assert res.rule == "unknown" and res.matches == [], res.evidence
+    assert "none of them, counting every relevant item or one a row" in res.evidence[0]
+    assert "reads_one_relevant" not in res.extra
+
+
+def test_one_rule_right_on_one_relevant_item_a_row_only_is_named_with_the_evidence() -> None:
+    def rank_average(frame: pd.DataFrame, k: int) -> list[float]:
+        """Every relevant item at its group's mean rank (pandas' rank "average")."""
+        out = []
+        for lab, s, _ in E._rows(frame):
+            r = pd.Series(s).rank(ascending=False, method="average").to_numpy()[lab == 1]
+            dcg = sum(1.0 / np.log2(x + 1.0) for x in r if x <= k)
+            out.append(dcg / (1.0 / np.log2(np.arange(2, min(int(lab.sum()), k) + 2))).sum())
+        return out
+
+    res = probe(rank_average, "nDCG@10")
+    assert res.rule == "mean_rank" and "reads_one_relevant" not in res.extra, res.evidence
+    assert "it is mean_rank with one relevant item a row only" in res.evidence[1]
+
+
+def test_the_one_relevant_table_keeps_the_first_or_last_stored_relevant_item() -> None:
+    shared = shared_table(parse_measure("nDCG@10")).to_frame()
+    for which, pick in (("first", "first"), ("last", "last")):
+        one = one_relevant_table(CandidateTable.from_frame(shared), which).to_frame()
+        assert (one.groupby("row")["label"].sum() == 1).all()
+        kept = one[one["label"] > 0].set_index("row")["item_id"]
+        want = shared[shared["label"] > 0].groupby("row")["item_id"].agg(pick)
+        assert kept.sort_index().tolist() == want.sort_index().tolist()
+
+
+# ---------------------------------------------------------------------- cutoffs and timeouts
+def test_the_crafted_rows_do_not_grow_with_the_cutoff() -> None:
+    at_most = parse_measure(f"nDCG@{MAX_HEIGHT}")
+    huge = parse_measure("nDCG@100000000")
+    assert crafted_table(huge)[0].n_candidates == crafted_table(at_most)[0].n_candidates
+    assert shared_table(huge).n_candidates == shared_table(at_most).n_candidates
+    assert crafted_table(at_most)[0].n_candidates < 400_000
+
+
+@pytest.mark.parametrize("timeout", [1e10, float("inf")])
+def test_a_timeout_longer_than_the_system_waits_is_waited(timeout: float) -> None:
+    table = crafted_table(parse_measure("nDCG@10"))[0]
+    with Caller(E.input_order, "w", timeout=timeout) as call:
+        assert np.array_equal(call(table, 10, "crafted tie cases"),
+                              call_evaluator(E.input_order, table, 10))  # fmt: skip
+
+
+@pytest.mark.parametrize("timeout", [None, 60.0])
+def test_an_evaluator_refusing_rows_with_two_relevant_items_is_named_from_the_others(
+    timeout: float | None,
+) -> None:
+    def one_target(frame: pd.DataFrame, k: int) -> list[float]:  # as OGB's, torcheval's, Keras'
+        if (frame.groupby("row")["label"].sum() != 1).any():
+            raise ValueError("takes one relevant item a row")
+        return E.one_relevant_optimistic(frame, k)
+
+    res = probe(one_target, "nDCG@10", timeout=timeout)
+    assert (res.rule, res.matches) == ("optimistic", ["optimistic"]), res.evidence
+    assert res.extra["reads_one_relevant"] == "only"
+    assert "raised ValueError on the crafted cases with two relevant items a row: takes one " \
+        "relevant item a row): it takes one relevant item a row" in res.evidence[0]
+    assert "optimistic (takes one relevant item a row, refuses rows with more)" in summary(res)
+
+
+def test_a_one_item_twin_gives_the_kind_s_values_with_one_relevant_item_a_row() -> None:
+    twins = {k.name: k.one_item_twin for k in rule_kinds() if k.one_item_twin}
+    assert twins == {"shared_first": "optimistic", "shared_last": "pessimistic"}
+    rng = np.random.default_rng(0)
+    n = 3000
+    frame = pd.DataFrame({"row": np.repeat(np.arange(300), 10).astype(str),
+                          "user_id": np.repeat(np.arange(300), 10).astype(str),
+                          "item_id": np.tile(np.arange(10), 300).astype(str),
+                          "label": np.tile(np.r_[1, np.zeros(9, dtype=int)], 300),
+                          "score": rng.integers(0, 3, n).astype(float)})  # fmt: skip
+    measures = [parse_measure(m) for m in ("nDCG@1", "nDCG@3", "HR@2", "MRR@5", "P@3")]
+    shared = shared_table(parse_measure("nDCG@10"))
+    for table in (CandidateTable.from_frame(frame), one_relevant_table(shared, "first")):
+        for kind, twin in twins.items():
+            ev = evaluate(table, measures, [TieRule(kind), TieRule(twin)], n_seeds=1)
+            for m in measures:
+                assert np.allclose(ev[kind].values[m], ev[twin].values[m]), (kind, m)
+    # with two relevant items in one group they differ: no twin there
+    ev = evaluate(shared, measures[:1], [TieRule("shared_last"), TieRule("pessimistic")], n_seeds=1)
+    assert not np.allclose(ev["shared_last"].values[measures[0]],
+                           ev["pessimistic"].values[measures[0]])  # fmt: skip

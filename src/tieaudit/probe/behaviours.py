@@ -28,9 +28,10 @@ registry.
     Merlin's ranking metrics: ``U[0, 1) * eps`` added to float32 scores before a stable sort. Where
     a score is small the noise shuffles its tie group afresh on every call; from the magnitude
     where it is below half a float32 unit in the last place it is absorbed and the order falls
-    back to the sort's (stored order for a stable sort). The probe feeds the crafted cases with
-    scores multiplied by powers of two and finds the smallest magnitude where the calls agree
-    and follow a registered rule: ``eps`` lies in the binade that magnitude gives.
+    back to the sort's (stored order for a stable sort). The probe feeds the crafted cases of
+    plain scores (a tie group at zero never absorbs a noise) with scores multiplied by powers
+    of two and finds the smallest magnitude where the calls agree and follow a registered rule:
+    ``eps`` lies in the binade that magnitude gives.
 """
 
 from __future__ import annotations
@@ -53,7 +54,8 @@ __all__ = ["Behaviour", "Context", "Found", "behaviours", "identify", "markdown_
 class Context:
     """What the probe saw: the crafted tables (``stored`` first) and the evaluator's runs on
     each, every registered rule's values there, whether the runs agreed, the table its mean was
-    measured on with its values, and ``call(table, k, where, tag)`` for further calls."""
+    measured on with its values, ``call(table, k, where, tag)`` for further calls, and the
+    crafted rows of plain scores (``plain``: no numeric edge values)."""
 
     measure: Measure
     tables: dict[str, CandidateTable]
@@ -64,6 +66,7 @@ class Context:
     inflation: CandidateTable
     inflation_values: np.ndarray
     call: Callable[..., np.ndarray]
+    plain: np.ndarray
 
 
 @dataclass
@@ -236,8 +239,10 @@ class ScoreIdHeap(_Heap):
 _MAX_EXPONENT = 64  # scores up to 2**64 times the crafted ones (float32 holds them exactly)
 
 
-def _scaled(table: CandidateTable, exponent: int) -> CandidateTable:
+def _scaled(table: CandidateTable, exponent: int, rows: np.ndarray) -> CandidateTable:
+    """The ``rows`` (a mask) of ``table``, scores times ``2**exponent``."""
     frame = table.to_frame()
+    frame = frame[frame["row"].isin(table.row_ids[rows])].copy()
     frame["score"] = frame["score"] * 2.0**exponent  # a power of two: exact, order kept
     return CandidateTable.from_frame(
         frame, source=f"crafted tie cases with scores times 2^{exponent}"
@@ -264,14 +269,14 @@ class EpsilonNoise(Behaviour):
             """The registered rule the evaluator follows with scores times ``2**e`` (``None``:
             its calls disagree, or no rule gives its values)."""
             if e not in seen:
-                table = _scaled(base, e)
+                table = _scaled(base, e, ctx.plain)
                 runs = [ctx.call(table, ctx.measure.k, table.source, f".{ctx.measure}.e{e}.{j}")
                         for j in range(2)]  # fmt: skip
                 seen[e] = None
                 if ctx.close(runs[0], runs[1]).all():
                     pred = ctx.predicted["stored"]  # the scaled table ranks alike
-                    seen[e] = next((r for r, v in pred.items() if ctx.close(runs[0], v).all()),
-                                   None)  # fmt: skip
+                    seen[e] = next((r for r, v in pred.items()
+                                    if ctx.close(runs[0], v[ctx.plain]).all()), None)  # fmt: skip
             return seen[e]
 
         high = next((e for e in (8, 16, 32, _MAX_EXPONENT) if fallback(e) is not None), None)

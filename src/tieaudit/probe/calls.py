@@ -12,9 +12,11 @@ between calls (a random generator, a cache) behaves as it would in this process.
 does not return within ``timeout`` seconds kills the child (SIGKILL: an evaluator may ignore
 SIGINT and SIGTERM) and raises :class:`ProbeError`; so does a child that dies. The values come
 back pickled, bit for bit. With ``timeout=None`` (or where there is no fork: Windows) the calls
-run in this process, without a limit.
+run in this process, without a limit. A ``timeout`` longer than one wait of the operating
+system (about 24 days; ``inf`` too) is waited in several: the calls still run in the child.
 Whatever the evaluator raises, ``SystemExit`` and other ``BaseException`` included, becomes one
-:class:`ProbeError` naming it.
+:class:`ProbeError` naming it: a :class:`Refused`, as does a result that is not one number a
+row, after which the evaluator may be called again (a time limit or a process ended is none).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import signal
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -31,7 +34,8 @@ import pandas as pd
 from ..candidates import REQUIRED_COLUMNS, CandidateTable
 
 __all__ = [
-    "DEFAULT_TIMEOUT", "Caller", "Evaluator", "ProbeError", "call_evaluator", "one_line", "raised",
+    "DEFAULT_TIMEOUT", "Caller", "Evaluator", "ProbeError", "Refused", "call_evaluator", "one_line",
+    "raised",
 ]  # fmt: skip
 
 Evaluator = Callable[[pd.DataFrame, int], Sequence[float]]
@@ -40,11 +44,19 @@ log = logging.getLogger(__name__)
 #: of the probe's size, and for a library's first call that compiles its code (ranx's numba
 #: functions take over a minute on a busy two-core machine).
 DEFAULT_TIMEOUT = 600.0
+#: The longest one wait for the child's answer (``poll`` takes at most 2**31 - 1 ms): a longer
+#: timeout is waited in several.
+_MAX_WAIT = 2_000_000.0
 
 
 class ProbeError(ValueError):
     """The evaluator under test failed: it raised, exited, did not return in time, or returned
     something that is not one number per row."""
+
+
+class Refused(ProbeError):
+    """The evaluator raised (or exited) on a table or returned something that is not one number
+    per row, and lives on: it may be called again."""
 
 
 def one_line(text: object) -> str:
@@ -100,9 +112,9 @@ def call_evaluator(
     except KeyboardInterrupt:
         raise
     except BaseException as exc:  # noqa: BLE001 - sys.exit and the like are the evaluator's too
-        raise raised(name, exc, on) from exc
+        raise Refused(str(raised(name, exc, on))) from exc
     if out is None or isinstance(out, (str, bytes, dict)) or not hasattr(out, "__len__"):
-        raise ProbeError(
+        raise Refused(
             f"{name} returned {_shown(out)}{on}; it must return one number per row "
             "(a sequence of floats)"
         )
@@ -110,23 +122,23 @@ def call_evaluator(
         values = np.array(out, dtype=np.float64, copy=True)  # never a view of its buffer
     except (TypeError, ValueError) as exc:
         bad = next((v for v in out if not _is_number(v)), None)
-        raise ProbeError(
+        raise Refused(
             one_line(f"{name} returned values that are not numbers{on}: {_shown(bad)} ({exc})")
         ) from None
     if values.ndim != 1:
-        raise ProbeError(
+        raise Refused(
             f"{name} returned an array of shape {values.shape}{on}; it must return one number "
             "per row"
         )
     if len(values) != table.n_rows:
-        raise ProbeError(
+        raise Refused(
             f"{name} returned {len(values)} values for {table.n_rows} rows{on}; it must return "
             "one value per row, in order of first appearance"
         )
     bad_rows = np.flatnonzero(~np.isfinite(values))
     if len(bad_rows):
         i = int(bad_rows[0])
-        raise ProbeError(
+        raise Refused(
             f"{name} returned {values[i]} for row {table.row_ids[i]!r} (row {i + 1} of "
             f"{table.n_rows}){on}"
             + (f", and {len(bad_rows) - 1} more" if len(bad_rows) > 1 else "")
@@ -201,6 +213,16 @@ class Caller:
         self._conn.close()
         self._proc = self._conn = None
 
+    def _wait(self, timeout: float) -> bool:
+        """Whether the child answers within ``timeout`` seconds (any length, ``inf`` too)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if self._conn.poll(max(0.0, min(left, _MAX_WAIT))):
+                return True
+            if left <= _MAX_WAIT:
+                return False
+
     def __call__(self, table: CandidateTable, k: int, where: str, tag: str = "") -> np.ndarray:
         """The evaluator's values on ``table`` (see :func:`call_evaluator`)."""
         if self._proc is None:
@@ -210,7 +232,7 @@ class Caller:
         on = f" on the {where}"
         try:
             self._conn.send((table, k, where, tag))
-            ready = self._conn.poll(self.timeout)
+            ready = self._wait(self.timeout)
             if ready:
                 status, payload = self._conn.recv()
         except (EOFError, BrokenPipeError, ConnectionResetError):
@@ -227,5 +249,5 @@ class Caller:
             self.close()
             raise ProbeError(f"{self.name} ended the process running it ({_ended(code)}){on}")
         if status == "error":
-            raise ProbeError(payload)
+            raise Refused(payload)
         return payload

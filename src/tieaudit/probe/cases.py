@@ -17,12 +17,26 @@ Crafted cases
     rotation of their numeric order, so the relevant item's place by code point and by number
     differ, and an order by the number in the id is told from ``item_id``.
 
-Cases with two relevant items in one tie group
+    The number of higher candidates follows the cutoff up to :data:`MAX_HEIGHT`: a row never
+    holds more than about that many candidates, whatever ``k`` (beyond it no row reaches the
+    cutoff, and the probe says so).
+
+Rows of numeric edge values
+    A few more rows (:data:`EDGE_VALUES`) hold a tie group of 2 or 5 whose scores compare
+    equal as numbers but not otherwise, the relevant item stored first or last: a group at
+    zero mixing ``-0.0`` and ``0.0`` (the relevant item one, the others the other), and a
+    group at ``9.0`` below higher candidates from ``10.0`` on, which sort below ``'9.0'`` as
+    text. An evaluator that orders ``-0.0`` and ``0.0`` apart, or sorts the scores' text,
+    follows a rule on the other rows and not on these (:mod:`tieaudit.probe.infer` says so).
+
+Cases with two relevant items a row
     :func:`shared_table`: rows whose tie group of ``t`` (2 to 9) holds two relevant items, the
-    group at the top, straddling the cutoff or just below it. With one relevant item per group
-    a rule that gives every relevant item of the group one shared place (``shared_first``,
-    ``shared_last``) gives what the bounds give; these rows tell them apart. They are fed to the
-    evaluator only when the crafted cases leave several rules.
+    group at the top, straddling the cutoff or just below it, and rows whose two relevant items
+    are in two tie groups (of 1 to 3), the lower or the higher stored first. With one relevant
+    item per group a rule that gives every relevant item of the group one shared place
+    (``shared_first``, ``shared_last``) gives what the bounds give; these rows tell them apart,
+    and tell an evaluator that reads one relevant item a row (:func:`one_relevant_table`:
+    sampled evaluation with one held-out item a row) from one that reads them all.
 
 Permuted copies
     The audit's within-row permutations (:func:`tieaudit.audit.permute_within_rows`): the
@@ -49,10 +63,14 @@ from ..measures import Measure
 from ..seeds import make_rng
 
 __all__ = [
+    "EDGE_VALUES",
+    "MAX_HEIGHT",
+    "ONE_RELEVANT",
     "TIE_SIZES",
     "PERMUTATIONS",
     "Layout",
     "crafted_table",
+    "one_relevant_table",
     "probe_tables",
     "shared_table",
     "standard_table",
@@ -65,6 +83,16 @@ TIE_SIZES = (1, 2, 4, 7, 20, 33)
 PERMUTATIONS = 3
 _SEED = 0
 _LOWER = 2  # candidates scoring below the tie group in every row
+#: The most candidates a crafted row holds above its tie group (the cutoff's reach, whatever
+#: ``k``): the rows never grow with the cutoff beyond it.
+MAX_HEIGHT = 1000
+#: The rows of numeric edge values, by the name a :class:`Layout` gives them, with what their
+#: tie group holds.
+EDGE_VALUES = {
+    "minus_zero": "a tie group at zero, the relevant item -0.0 and the others 0.0",
+    "plus_zero": "a tie group at zero, the relevant item 0.0 and the others -0.0",
+    "text": "a tie group at 9.0 below candidates from 10.0 on ('9.0' sorts above them as text)",
+}
 
 
 @dataclass(frozen=True)
@@ -72,13 +100,19 @@ class Layout:
     """One crafted row: ``m`` others tied with the relevant item below ``g`` higher candidates;
     the relevant item's place among the group in stored order (``stored``) and in id order
     (``id_place``, code points), 0-based; ``higher_tied``: the higher candidates tie in
-    pairs."""
+    pairs; ``values``: ``"plain"`` (the group at 1.0) or a key of :data:`EDGE_VALUES`."""
 
     m: int
     g: int
     stored: int
     id_place: int
     higher_tied: bool
+    values: str = "plain"
+
+    @property
+    def plain(self) -> bool:
+        """Whether the row's scores are plain (the group at 1.0), no numeric edge values."""
+        return self.values == "plain"
 
     @property
     def short_ids(self) -> int:
@@ -103,31 +137,59 @@ class Layout:
 
     def describe(self) -> str:
         t = self.m + 1
+        group = f"tie group of {t}" if self.plain else EDGE_VALUES[self.values] + f" ({t})"
         return (
-            f"tie group of {t} below {self.g} higher, relevant stored {self.stored + 1} of {t}, "
+            f"{group} below {self.g} higher, relevant stored {self.stored + 1} of {t}, "
             f"its id {self.id_place + 1} of {t}"
         )
+
+    def scores(self) -> tuple[float, float, list[float], list[float]]:
+        """The relevant item's score, the other members', the higher candidates' and the
+        lower ones'."""
+        if self.values == "plain":
+            higher = [2.0 + (j // 2 if self.higher_tied else j) for j in range(self.g)]
+            return 1.0, 1.0, higher, [0.5 - 0.25 * j for j in range(_LOWER)]
+        if self.values == "text":
+            return 9.0, 9.0, [10.0 + j for j in range(self.g)], [8.0 - j for j in range(_LOWER)]
+        # signed zeros; the lower ones below -0.5, so that rounding to integers ties none of
+        # them with the group
+        zero = (-0.0, 0.0) if self.values == "minus_zero" else (0.0, -0.0)
+        return *zero, [2.0 + j for j in range(self.g)], [-1.0 - j for j in range(_LOWER)]
 
 
 def _places(m: int) -> list[int]:
     return sorted({0, m // 2, m})
 
 
+def _reach(measure: Measure) -> int:
+    """The cutoff the crafted rows are built around: ``k``, at most :data:`MAX_HEIGHT`."""
+    return min(measure.k, MAX_HEIGHT)
+
+
 def _heights(measure: Measure, m: int) -> list[int]:
     """Numbers of higher candidates: none, a few placing the group across the cutoff, and a few
     more than the cutoff (the group below it: only counting higher candidates right keeps it
-    out)."""
-    k = measure.k
+    out); for a cutoff above :data:`MAX_HEIGHT`, the same around that number."""
+    k = _reach(measure)
     return sorted({0, max(0, k - 1 - m // 2), max(0, k - 2), max(0, k // 2), k + 2})
 
 
 def layouts(measure: Measure) -> list[Layout]:
-    """The crafted rows for ``measure`` (their number depends on its cutoff only)."""
+    """The crafted rows for ``measure`` (their number depends on its cutoff only): the plain
+    ones, then those of numeric edge values."""
     out = []
     for m in TIE_SIZES:
         for g in _heights(measure, m):
             for i, (p, q) in enumerate((p, q) for p in _places(m) for q in _places(m)):
                 out.append(Layout(m, g, p, q, higher_tied=g >= 2 and i % 2 == 1))
+    # the group at the top (below one candidate for the text rows: it sorts below the group
+    # as text) and across the cutoff; the relevant item stored first and last, its id at the
+    # other end
+    for values in EDGE_VALUES:
+        top = int(values == "text")
+        for m in (1, 4):
+            for g in sorted({top, max(top, _reach(measure) - 1 - m // 2)}):
+                out += [Layout(m, g, p, m - p, False, values) for p in (0, m)]
     return out
 
 
@@ -142,12 +204,12 @@ def _row_lines(row: str, lay: Layout, rng: np.random.Generator) -> list[tuple]:
     others_stored = [others[j] for j in perm]
     order = others_stored[: lay.stored] + [relevant] + others_stored[lay.stored :]  # stored
     user = f"u{row[1:]}"
-    group = [(row, user, item, int(item == relevant), 1.0) for item in order]
+    mine, theirs, above, below = lay.scores()
+    group = [(row, user, item, int(item == relevant), mine if item == relevant else theirs)
+             for item in order]  # fmt: skip
     # ids starting with other digits than the group's: never one of its ids
-    higher = [
-        (row, user, f"7{j}", 0, 2.0 + (j // 2 if lay.higher_tied else j)) for j in range(lay.g)
-    ]
-    lower = [(row, user, f"5{j}", 0, 0.5 - 0.25 * j) for j in range(_LOWER)]
+    higher = [(row, user, f"7{j}", 0, x) for j, x in enumerate(above)]
+    lower = [(row, user, f"5{j}", 0, x) for j, x in enumerate(below)]
     rest = higher + lower
     slots = np.sort(rng.choice(len(group) + len(rest), size=len(rest), replace=False))
     lines: list[tuple] = []
@@ -194,22 +256,56 @@ SHARED_SIZES = (2, 3, 5, 9)
 
 
 def shared_table(measure: Measure) -> CandidateTable:
-    """The cases with two relevant items in one tie group (see the module docstring): for every
-    size in :data:`SHARED_SIZES` and every height of the group (at the top; its second-to-last
-    and last places at the cutoff; one place below it), the relevant items stored first and
-    last, then first and second; rows ``t0001 ..``."""
-    k = measure.k
+    """The cases with two relevant items a row (see the module docstring): for every size in
+    :data:`SHARED_SIZES` and every height of the group (at the top; its second-to-last and last
+    places at the cutoff; one place below it), the relevant items stored first and last, then
+    first and second; then two groups of 1, 2 or 3, one right above the other, each holding one
+    relevant item, the lower group or the higher stored first, the higher group at the top or
+    ending at the cutoff (which relevant item an evaluator reading one a row reads); rows
+    ``t0001 ..``."""
+    k = _reach(measure)
     lines = []
     n = 0
+
+    def row_id() -> tuple[str, str]:
+        nonlocal n
+        n += 1
+        return f"t{n:04d}", f"w{n:04d}"
+
     for t in SHARED_SIZES:
         for g in sorted({0, max(0, k - t + 1), max(0, k - t), k}):
             for stored in ((0, t - 1), (0, 1)):
-                n += 1
-                row, user = f"t{n:04d}", f"w{n:04d}"
+                row, user = row_id()
                 lines += [(row, user, f"7{j}", 0, 2.0 + j) for j in range(g)]
                 lines += [(row, user, str(1000 + j), int(j in stored), 1.0) for j in range(t)]
                 lines += [(row, user, f"5{j}", 0, 0.5 - 0.25 * j) for j in range(_LOWER)]
-    return _table(lines, "crafted cases with two relevant items in a tie group")
+    for t in (1, 2, 3):
+        for g in sorted({0, max(0, k - t)}):
+            for lower_first in (True, False):
+                row, user = row_id()
+                high = [(row, user, str(1000 + j), int(j == 0), 1.5) for j in range(t)]
+                low = [(row, user, str(1100 + j), int(j == 0), 1.0) for j in range(t)]
+                lines += [(row, user, f"7{j}", 0, 2.0 + j) for j in range(g)]
+                lines += low + high if lower_first else high + low
+                lines += [(row, user, f"5{j}", 0, 0.5 - 0.25 * j) for j in range(_LOWER)]
+    return _table(lines, "crafted cases with two relevant items a row")
+
+
+#: Which relevant item of a row an evaluator written for one relevant item a row may read:
+#: the first stored (``labels.argmax()``) or the last (a mapping from row to item, overwritten).
+ONE_RELEVANT = ("first", "last")
+
+
+def one_relevant_table(table: CandidateTable, which: str) -> CandidateTable:
+    """``table`` with one relevant item a row, the ``which`` (:data:`ONE_RELEVANT`) stored of
+    each row's relevant items: the others' labels 0."""
+    frame = table.to_frame()
+    relevant = frame["label"] > 0
+    rank = frame[relevant].groupby("row", sort=False).cumcount(ascending=which == "first")
+    frame.loc[rank.index[rank.to_numpy() > 0], "label"] = 0
+    return CandidateTable.from_frame(
+        frame, source=f"{table.source}, the {which} stored relevant item of a row alone"
+    )
 
 
 def probe_tables(base: CandidateTable) -> dict[str, CandidateTable]:

@@ -13,9 +13,11 @@ Which precisions collapse a perturbation is simulated with :func:`tieaudit.preci
 for every candidate precision (and for none), and the ones whose pattern is the observed one
 are named. Precisions whose last places at 1.0 are within a factor of two of each other
 (``float16`` and ``round:3``, ``bfloat16`` and ``round:2``) give the same pattern: the probe
-names both. An evaluator whose ties already rank the relevant item last (``pessimistic``)
-gives the same values either way, and one that is not deterministic cannot be compared with
-itself: then nothing is said.
+names both. An evaluator that ties every perturbation casts at least as coarsely as the
+coarsest probed (``round:0``): the probe says ``round:0 or coarser``. An evaluator whose ties
+already rank the relevant item last (``pessimistic``) gives the same values either way, and one
+that is not deterministic cannot be compared with itself: then nothing is said. Only the rows
+of plain scores are perturbed (not those of numeric edge values, :mod:`.cases`).
 """
 
 from __future__ import annotations
@@ -30,10 +32,15 @@ from ..measures import Measure
 from ..precision import PRECISIONS, cast_scores
 from .cases import Layout
 
-__all__ = ["PROBED", "detect_casting"]
+__all__ = ["COARSER", "PROBED", "detect_casting"]
 
-#: The precisions the probe looks for: the fixed ones, and rounding to 2 to 6 decimals.
-PROBED = tuple(p for p in PRECISIONS if ":" not in p) + tuple(f"round:{d}" for d in range(6, 1, -1))
+#: The precisions the probe looks for: the fixed ones, and rounding to 6 decimals down to none.
+PROBED = tuple(p for p in PRECISIONS if ":" not in p) + tuple(
+    f"round:{d}" for d in range(6, -1, -1)
+)
+#: Named beside the coarsest precision probed when every perturbation ties: a coarser cast
+#: (rounding to tens, truncating to integers) ties them all too.
+COARSER = "coarser"
 _SPREAD = (0.5, 0.6)  # the perturbations, as fractions of half a last place (no two probed
 # precisions have half units between 1.67 and 2 times each other: each collapses all or none)
 
@@ -86,7 +93,8 @@ def detect_casting(
     evidence; ``None`` when the rows cannot tell (see the module docstring). ``tied`` are its
     values on ``base``, ``strict`` the values of a ranking with the relevant item last in its
     group (what it gives without a cast)."""
-    rows = np.array([i for i, lay in enumerate(lays) if lay.stored == 0 and lay.m >= 1])
+    rows = np.array([i for i, lay in enumerate(lays) if lay.stored == 0 and lay.m >= 1
+                     and lay.plain])  # fmt: skip
     if not len(rows) or close(tied[rows], strict[rows]).all():
         return None
     table = _perturbed(base, rows)
@@ -102,6 +110,8 @@ def detect_casting(
                         "values are neither those of the ties nor those of the strict order")  # fmt: skip
     match = [c for c in (None, *PROBED) if [_collapses(c, p) for p in PROBED] == observed]
     names = ["none" if c is None else c for c in match]
+    if all(observed):  # nothing probed is coarse enough to tell a coarser cast apart
+        names.append(COARSER)
     if names == ["none"]:
         return names, ("scores that differ by less than half a float32 unit at 1.0 rank apart: "
                        "it casts them to no precision probed")  # fmt: skip

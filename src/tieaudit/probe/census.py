@@ -7,11 +7,14 @@ environment it shares (the ir_measures providers share one). Pins that conflict 
 rankereval, torch for others) coexist because every environment is separate. An environment is
 ``CACHE/<env>/`` (a virtualenv made with this interpreter, without pip), installed once by this
 interpreter's pip (``pip --python``: pip 22.3 or later) with one ``pip install --no-compile`` (a
-child compiles only the modules it imports) of the pins and tieaudit's own dependencies (read from ``pyproject.toml``, unpinned,
-so the resolver fits them to the pins); tieaudit itself is never installed there: the child
-imports it from this checkout's ``src`` (``PYTHONPATH``), so pip cannot change the library's
-pins. A stamp holding the requirement list marks an environment complete; a changed list
-rebuilds it.
+child compiles only the modules it imports) of the pins and tieaudit's own dependencies (read
+from ``pyproject.toml``, or from an installed copy's metadata; unpinned, so the resolver fits
+them to the pins); tieaudit itself is never installed there: the child imports it from a
+folder that holds the package alone (``PYTHONPATH``: this checkout's ``src``, or for an
+installed copy a folder holding only a link to it, never the site-packages it sits in, whose
+other libraries would shadow the environment's own), so pip cannot change the library's pins.
+A stamp holding the requirement list marks an environment complete; a changed list rebuilds
+it.
 
 Installing is mostly waiting (on the package indexes and the disk), probing is computing: with
 ``jobs`` > 1 that many environments are installed side by side by threads (each one ``pip``
@@ -32,12 +35,17 @@ a child that fails gives a line with the rule ``error`` and its message. Nothing
 from __future__ import annotations
 
 import argparse
+import atexit
+import functools
 import hashlib
+import importlib.metadata
 import json
 import logging
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import tomllib
 from collections.abc import Iterable, Sequence
@@ -90,13 +98,39 @@ class Environment:
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+def _checkout() -> bool:
+    """Whether the package runs from a checkout's ``src`` folder (``pyproject.toml`` beside it),
+    not from an installed copy."""
+    return _SRC.name == "src" and _PYPROJECT.is_file()
+
+
 def base_requirements() -> list[str]:
-    """tieaudit's own dependencies (``[project] dependencies`` of ``pyproject.toml``): what the
-    probe imports besides the library under test."""
-    if not _PYPROJECT.is_file():  # an installed copy: the running interpreter's own
-        return []
+    """tieaudit's own dependencies (``[project] dependencies`` of ``pyproject.toml``, or of an
+    installed copy's metadata, extras left out): what the probe imports besides the library
+    under test."""
+    if not _checkout():
+        return [r for r in importlib.metadata.requires("tieaudit") or []
+                if "extra" not in r.partition(";")[2]]  # fmt: skip
     with _PYPROJECT.open("rb") as fh:
         return list(tomllib.load(fh)["project"]["dependencies"])
+
+
+@functools.cache
+def _package_path() -> Path:
+    """The folder a census child imports tieaudit from, holding the package and nothing else:
+    this checkout's ``src``; for an installed copy a temporary folder (removed at exit) holding a
+    link to the package (a copy where links are not allowed), never the site-packages it sits
+    in (its other libraries would shadow the environment's own)."""
+    package = _SRC / "tieaudit"
+    if _checkout():
+        return _SRC
+    folder = Path(tempfile.mkdtemp(prefix="tieaudit-census-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    try:
+        (folder / "tieaudit").symlink_to(package, target_is_directory=True)
+    except OSError:  # pragma: no cover - no symbolic links here (Windows without the right)
+        shutil.copytree(package, folder / "tieaudit", ignore=shutil.ignore_patterns("__pycache__"))
+    return folder
 
 
 def environments(path: str | Path = REQUIREMENTS, names: Sequence[str] | None = None
@@ -203,17 +237,24 @@ def _version(python: Path | str, adapter_name: str) -> str:
     return out.stdout.strip()
 
 
+def _child_env() -> dict[str, str]:
+    """The environment variables of a census child: tieaudit importable, and nothing else of
+    this interpreter's (:func:`_package_path`)."""
+    # the environments are installed without compiling: the child compiles (and keeps) only
+    # the modules it imports
+    env = dict(os.environ, PYTHONPATH=str(_package_path()), PYTHONHASHSEED="0")
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
+
+
 def _children(python: Path | str, adapter_name: str, metrics: list[str], timeout: float
               ) -> list[dict]:  # fmt: skip
     """Every metric of one adapter probed by one child (the library imported once): one JSON
     object a line, in the order asked; a child that fails gives each missing metric its error."""
-    # the environments are installed without compiling: the child compiles (and keeps) only
-    # the modules it imports
-    env = dict(os.environ, PYTHONPATH=str(_SRC), PYTHONHASHSEED="0")
-    env.pop("PYTHONDONTWRITEBYTECODE", None)
     cmd = [str(python), "-m", "tieaudit.probe.census", "--child", adapter_name, *metrics]
     try:
-        out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
+        out = subprocess.run(cmd, capture_output=True, text=True, env=_child_env(),
+                             timeout=timeout)  # fmt: skip
         stdout, why = out.stdout, f"the probe exited with {out.returncode}: {_gist(out.stderr)}"
     except subprocess.TimeoutExpired as exc:
         stdout, why = exc.stdout or "", f"no result within {timeout:g} s"
@@ -241,8 +282,12 @@ def _line(adapter_name: str, env: str, metric: str, got: dict) -> dict[str, obje
     res = got["result"]
     rec.update(behaviour=res["rule"], invariant="yes" if res["invariant"] else "no",
                mean=res["mean"], expected=res["expected"], inflation=res["inflation"])  # fmt: skip
+    from .report import reads_one
+
+    notes = [reads_one(res)] if reads_one(res) else []
     if len(res["evidence"]) > 1 or res["rule"] in ("unstable", "unknown"):
-        rec["note"] = "; ".join(res["evidence"][:2])
+        notes += res["evidence"][:2]
+    rec["note"] = "; ".join(notes)
     return rec
 
 

@@ -20,12 +20,24 @@ newly registered rule is identified without a change here. The verdict:
 * ``unknown`` otherwise, with the evidence (values no order of the tie group gives, an order the
   registry does not know, or several rules the cases cannot tell apart).
 
-When several candidates give the values (the crafted cases hold one relevant item a row, where a
-shared place equals a bound), the evaluator is also fed the rows with two relevant items in one
-tie group (:func:`tieaudit.probe.cases.shared_table`) and the candidates that give its values
-there stay. When none does, the reference behaviours that depend on the evaluator's internals
-(:mod:`tieaudit.probe.behaviours`: bounded heaps, noise added to the scores) are tried, and one
-that gives the values is named with its parameters (``extra["parameters"]``).
+The crafted cases hold one relevant item a row, where a shared place equals a bound: the
+evaluator is also fed the rows with two relevant items in one tie group
+(:func:`tieaudit.probe.cases.shared_table`), and the candidates that give its values there stay.
+When none does, but one gives them with only the first (or last) stored relevant item of each row
+counted, the evaluator reads one relevant item a row (sampled evaluation with one held-out item,
+the commonest protocol): that rule is named (its :attr:`~tieaudit.rules.RuleKind.one_item_twin`
+for a shared place), and the verdict says so (``extra["reads_one_relevant"]``: ``first``,
+``last``, or :data:`ONLY_ONE` for an evaluator that refuses those rows, raising). Several rules
+that give the crafted values but neither of these are not named; one rule is (the crafted rows
+tell it), with the evidence that it is that rule with one relevant item a row only.
+
+When no candidate gives the values on the rows of plain scores and on those of numeric edge
+values (a tie group mixing ``-0.0`` and ``0.0``, scores whose text sorts otherwise), but one
+gives every value on the plain rows, the verdict is ``unknown`` and says what the edge rows
+show (signed zeros ordered apart, scores sorted as text). When none does, the reference
+behaviours that depend on the evaluator's internals (:mod:`tieaudit.probe.behaviours`: bounded
+heaps, noise added to the scores) are tried, and one that gives the values is named with its
+parameters (``extra["parameters"]``).
 
 Row-order invariant (the audit's verdict, :mod:`tieaudit.audit`) means every run of every
 permuted copy gave each row the value the stored table got. The inflation is the evaluator's mean
@@ -45,11 +57,20 @@ import pandas as pd
 from ..candidates import CandidateTable, as_table
 from ..evaluate import EXACT_RULE, evaluate
 from ..measures import Measure, parse_measure
-from ..rules import Result, TieRule, rule_kinds
+from ..rules import Result, TieRule, get_kind, rule_kinds
 from .behaviours import Context, identify
 from .casting import detect_casting
-from .calls import DEFAULT_TIMEOUT, Caller, Evaluator, ProbeError, call_evaluator
-from .cases import Layout, crafted_table, probe_tables, shared_table, standard_table
+from .calls import DEFAULT_TIMEOUT, Caller, Evaluator, ProbeError, Refused, call_evaluator
+from .cases import (
+    MAX_HEIGHT,
+    ONE_RELEVANT,
+    Layout,
+    crafted_table,
+    one_relevant_table,
+    probe_tables,
+    shared_table,
+    standard_table,
+)
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -57,6 +78,7 @@ __all__ = [
     "ProbeError",
     "ProbeResult",
     "TOLERANCE",
+    "ONLY_ONE",
     "SINGLE_PRECISION",
     "UNSTABLE",
     "UNKNOWN",
@@ -73,6 +95,8 @@ SINGLE_PRECISION = 1e-6
 UNSTABLE = "unstable"
 UNKNOWN = "unknown"
 RUNS = 2  # runs of the evaluator on every table
+#: ``extra["reads_one_relevant"]`` of an evaluator that refuses rows with several relevant items.
+ONLY_ONE = "only"
 
 
 def candidate_rules(measure: str | Measure | None = None) -> list[TieRule]:
@@ -150,7 +174,11 @@ class _Observed:
     possible: dict[str, list[np.ndarray]]
     shared: CandidateTable
     shared_predicted: dict[str, np.ndarray]
+    one_predicted: dict[str, dict[str, np.ndarray]]  # by which relevant item is read
+    plain: np.ndarray  # the rows of plain scores
     tol: float = TOLERANCE
+    shared_runs: list[np.ndarray] = field(default_factory=list)
+    shared_refused: str = ""  # the evaluator's error on the shared rows, if it raised there
 
     def close(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         """Where ``a`` and ``b`` are equal up to the tolerance."""
@@ -186,10 +214,18 @@ def _observe(
         ts = ev.structure  # one relevant item per row: items are rows
         gains = measure.gains(int((ts.g + ts.t).max()) + 1)
         possible[tname] = [gains[a + 1 : a + b + 1] for a, b in zip(ts.g, ts.t, strict=True)]
-    shared = shared_table(measure)  # fed to the evaluator only when several rules match
-    ev = evaluate(shared, [measure], rules, n_seeds=1, rank_cap=None)
-    shared_predicted = {str(r): ev[r].values[measure] for r in rules}
-    return _Observed(tables, runs, predicted, possible, shared, shared_predicted), lays
+    shared = shared_table(measure)  # fed to the evaluator when a rule gives the crafted values
+    shared_predicted = _predict(shared, measure, rules)
+    one = {w: _predict(one_relevant_table(shared, w), measure, rules) for w in ONE_RELEVANT}
+    plain = np.array([lay.plain for lay in lays])
+    return _Observed(tables, runs, predicted, possible, shared, shared_predicted, one,
+                     plain), lays  # fmt: skip
+
+
+def _predict(table: CandidateTable, measure: Measure, rules: list[TieRule]
+             ) -> dict[str, np.ndarray]:  # fmt: skip
+    ev = evaluate(table, [measure], rules, n_seeds=1, rank_cap=None)
+    return {str(r): ev[r].values[measure] for r in rules}
 
 
 def _fmt(v: float) -> str:
@@ -226,6 +262,39 @@ class _Verdict:
     agreement: dict[str, float]
     rows_moved: float
     parameters: dict[str, str] = field(default_factory=dict)
+    reads_one: str = ""  # which relevant item of a row it reads, when it reads one
+
+
+def _differing(obs: _Observed, runs: list[np.ndarray], want: np.ndarray, i: int) -> float:
+    """The first run's value at row ``i`` that differs from ``want[i]``."""
+    return next(float(v[i]) for v in runs if not obs.close(v[i : i + 1], want[i : i + 1]).all())
+
+
+def _edge_values(obs: _Observed, lays: list[Layout], rules: list[str]) -> str | None:
+    """What the rows of numeric edge values show, when rules give every value of the plain rows
+    but not of these (else ``None``)."""
+    near = [r for r in rules if all(ok[obs.plain].all() for ok in obs.rule_ok(r).values())]
+    if not near or obs.plain.all():
+        return None
+    off: dict[str, tuple[str, int]] = {}  # kind of edge row: a table and row where it differs
+    for tname, ok in obs.rule_ok(near[0]).items():
+        for i in np.flatnonzero(~ok):
+            off.setdefault(lays[i].values, (tname, int(i)))
+    n = sum(int((~ok).sum()) for ok in obs.rule_ok(near[0]).values())
+    if "text" in off:
+        tname, i = off["text"]
+        what = ("it orders the scores by something else than their value: as text ('9.0' "
+                "above '10.0')?")  # fmt: skip
+    else:
+        tname, i = next(iter(off.values()))
+        what = ("it orders -0.0 and 0.0 apart, which are equal as numbers (a sort on their "
+                "bits or their text?)")  # fmt: skip
+    x = _differing(obs, obs.runs[tname], obs.predicted[tname][near[0]], i)
+    return (
+        f"every value on the rows of plain scores matches {', '.join(near)}, but {n} values on "
+        f"the rows of numeric edge values do not, e.g. {_row_text(obs, lays, tname, i)}: "
+        f"{_fmt(x)} returned, {near[0]} gives {_fmt(obs.predicted[tname][near[0]][i])}: {what}"
+    )
 
 
 def _verdict(obs: _Observed, lays: list[Layout], rules: list[str], measure: Measure) -> _Verdict:
@@ -265,7 +334,11 @@ def _verdict(obs: _Observed, lays: list[Layout], rules: list[str], measure: Meas
             for i, x in enumerate(v):
                 if not obs.close(obs.possible[n][i], x).any():
                     impossible.append((n, i, float(x)))
-    if not deterministic:
+    edge = _edge_values(obs, lays, rules) if deterministic else None
+    if edge is not None:  # a rule on plain scores, not on signed zeros or text
+        evidence.insert(0, edge)
+        rule = UNKNOWN
+    elif not deterministic:
         n = next(n for n in names if not same_run[n].all())
         i = int(np.flatnonzero(~same_run[n])[0])
         a, b = (float(v[i]) for v in obs.runs[n][:2])
@@ -293,7 +366,7 @@ def _verdict(obs: _Observed, lays: list[Layout], rules: list[str], measure: Meas
             f"e.g. {_row_text(obs, lays, n, i)}: {_fmt(x)}, while the orders give "
             f"{len(obs.possible[n][i])} values from {_fmt(lo)} to {_fmt(hi)}"
         )
-    if rule == UNKNOWN and not impossible:
+    if rule == UNKNOWN and not impossible and edge is None:
         evidence.append(
             "deterministic, row-order invariant and every value is one that some order of the "
             "tie group gives, but no registered rule gives these values: a fixed order the "
@@ -342,8 +415,8 @@ def _within(call: Caller, obs: _Observed, lays: list[Layout], names: list[str],
     single precision (as :func:`probe` reports it)."""
     obs.tol = tol
     found = _verdict(obs, lays, names, measure)
-    if len(found.matches) > 1:
-        _split(call, obs, found, measure)
+    if found.matches:
+        _shared(call, obs, found, measure)
     if len(found.matches) == 1:
         found.evidence.append(why)
         return found
@@ -351,27 +424,79 @@ def _within(call: Caller, obs: _Observed, lays: list[Layout], names: list[str],
     return None
 
 
-def _split(call: Caller, obs: _Observed, found: _Verdict, measure: Measure) -> None:
-    """Several rules match the crafted cases: feed the evaluator the rows with two relevant
-    items in one tie group, and keep the rules that give its values there too (in place)."""
+def _shared(call: Caller, obs: _Observed, found: _Verdict, measure: Measure) -> None:
+    """Rules give the crafted values: feed the evaluator the rows with two relevant items in one
+    tie group and keep the rules that give its values there too; else those that give them
+    counting one relevant item a row (the evaluator reads one); else none (in place)."""
     where = obs.shared.source
-    runs = [call(obs.shared, measure.k, where, _tag(measure, 90 + j)) for j in range(RUNS)]
-    keep = [r for r in found.matches
-            if all(obs.close(v, obs.shared_predicted[r]).all() for v in runs)]  # fmt: skip
+    if not obs.shared_runs and not obs.shared_refused:
+        try:
+            obs.shared_runs = [call(obs.shared, measure.k, where, _tag(measure, 90 + j))
+                               for j in range(RUNS)]  # fmt: skip
+        except Refused as exc:  # e.g. "takes one relevant item a row"
+            obs.shared_refused = str(exc)
+    crafted = (f"{len(obs.runs['stored'][0])} crafted rows in {len(obs.runs)} tables, {RUNS} "
+               "runs each")  # fmt: skip
+    if obs.shared_refused:  # it takes one relevant item a row: named by those rows
+        _reads_one(found, found.matches, ONLY_ONE, crafted, f"; it refuses the {where} "
+                   f"({obs.shared_refused}): it takes one relevant item a row")  # fmt: skip
+        return
+
+    def giving(predicted: dict[str, np.ndarray]) -> list[str]:
+        return [r for r in found.matches
+                if all(obs.close(v, predicted[r]).all() for v in obs.shared_runs)]  # fmt: skip
+
+    keep = giving(obs.shared_predicted)
     if keep == found.matches:
         return
-    told = ", ".join(r for r in found.matches if r not in keep)
     if len(keep) == 1:
+        told = ", ".join(r for r in found.matches if r not in keep)
         found.rule, found.matches = keep[0], keep
-        found.evidence[0] = (
-            f"every value of every run matches {keep[0]} ({len(obs.runs['stored'][0])} rows in "
-            f"{len(obs.runs)} tables, {RUNS} runs each, and the {obs.shared.n_rows} {where}, "
-            f"which tell it from {told})"
-        )
+        found.evidence[0] = (f"every value of every run matches {keep[0]} ({crafted}, and "
+                             f"the {obs.shared.n_rows} {where}, which tell it from {told})")  # fmt: skip
         return
-    found.matches = keep
-    found.evidence[0] = (f"the values match several rules on the crafted cases, and on the "
-                         f"{where} {'none of them' if not keep else ', '.join(keep)}")  # fmt: skip
+    if keep:
+        found.matches = keep
+        found.evidence[0] = (f"the values match several rules on the crafted cases, and on the "
+                             f"{where} {', '.join(keep)}")  # fmt: skip
+        return
+    by_item = {w: giving(obs.one_predicted[w]) for w in ONE_RELEVANT}
+    which = " or ".join(w for w in ONE_RELEVANT if by_item[w])  # the cases may not tell
+    one = [r for r in found.matches if any(r in v for v in by_item.values())]
+    if not one and len(found.matches) == 1:  # named by the rows of one relevant item
+        rule = found.matches[0]
+        want = obs.shared_predicted[rule]
+        i = int(np.flatnonzero(~np.logical_and.reduce(
+            [obs.close(v, want) for v in obs.shared_runs]))[0])  # fmt: skip
+        x = _differing(obs, obs.shared_runs, want, i)
+        found.evidence.insert(1, (
+            f"but on the {where} it gives other values than {rule}, counting every relevant "
+            f"item or one a row, e.g. row {obs.shared.row_ids[i]}: {_fmt(x)} returned, {rule} "
+            f"gives {_fmt(obs.shared_predicted[rule][i])}: it is {rule} with one relevant item "
+            "a row only"))  # fmt: skip
+        return
+    if not one:
+        found.evidence[0] = (f"the values match {', '.join(found.matches)} on the crafted "
+                             f"cases, and on the {where} none of them, counting every relevant "
+                             "item or one a row")  # fmt: skip
+        found.rule, found.matches = UNKNOWN, []
+        return
+    _reads_one(found, one, which, crafted, f", and on the {obs.shared.n_rows} {where} only "
+               f"with the {which} stored relevant item of a row counted: it reads one relevant "
+               "item a row (one held-out item a row)")  # fmt: skip
+
+
+def _reads_one(found: _Verdict, rules: list[str], which: str, crafted: str, why: str) -> None:
+    """The evaluator reads one relevant item a row (``which``): name the rule of ``rules`` its
+    values follow (a bound, not the shared place that is its twin there), ``why`` said."""
+    one = [r for r in rules if get_kind(r).one_item_twin not in rules]
+    found.matches, found.reads_one = one, which
+    if len(one) == 1:
+        found.rule = one[0]
+        found.evidence[0] = f"every value of every run matches {one[0]} ({crafted}){why}"
+    else:
+        found.rule = UNKNOWN
+        found.evidence[0] = f"the values match several rules, {', '.join(one)}{why}"
 
 
 def _behaviour(call: Caller, obs: _Observed, found: _Verdict, measure: Measure,
@@ -379,7 +504,7 @@ def _behaviour(call: Caller, obs: _Observed, found: _Verdict, measure: Measure,
     """No registered rule gives the values: name a reference behaviour that does
     (:mod:`tieaudit.probe.behaviours`), in place, with its parameters."""
     ctx = Context(measure, obs.table, obs.runs, obs.predicted, obs.close, found.deterministic,
-                  table, values, call)  # fmt: skip
+                  table, values, call, obs.plain)  # fmt: skip
     hit = identify(ctx)
     if hit is None:
         return
@@ -405,8 +530,9 @@ def probe(
     that is stopped when one takes longer (``None``: in this process, without a limit;
     :mod:`tieaudit.probe.calls`). Raises :class:`ProbeError` when ``fn`` raises (``SystemExit``
     included), does not return in time, or returns something other than one finite number per
-    row. ``casting``: also look for a cast or rounding of the scores
-    (:mod:`tieaudit.probe.casting`; one more call, ``extra["score_casting"]``).
+    row. ``casting``: also look for a cast or rounding of the scores when a rule or behaviour
+    is named (:mod:`tieaudit.probe.casting`; one more call, ``extra["score_casting"]``: the
+    perturbed values are read against the order named, so nothing is said without one).
     """
     measure = parse_measure(metric)
     rules = candidate_rules(measure)
@@ -416,8 +542,8 @@ def probe(
         obs, lays = _observe(call, measure, rules)
         values = call(table, measure.k, table.source)
         found = _verdict(obs, lays, names, measure)
-        if len(found.matches) > 1:
-            _split(call, obs, found, measure)
+        if found.matches:
+            _shared(call, obs, found, measure)
         for tol, why in _looser(obs):  # single precision, rounded values
             if found.matches:
                 break
@@ -425,15 +551,27 @@ def probe(
         if not found.matches:  # a behaviour of the evaluator's internals?
             _behaviour(call, obs, found, measure, table, values)
         casts = None
-        if casting and found.deterministic:
+        if casting and found.deterministic and found.rule not in (UNKNOWN, UNSTABLE):
             casts = detect_casting(call, measure, obs.table["stored"], lays,
                                    obs.runs["stored"][0], obs.predicted["stored"]["pessimistic"],
                                    obs.close, _tag(measure, 95))  # fmt: skip
             if casts is not None and casts[0] != ["none"]:  # a finding: said in the evidence
                 found.evidence.append(casts[1])
+    if measure.k > MAX_HEIGHT:
+        longest = int(np.bincount(obs.table["stored"].row).max())
+        found.evidence.append(
+            f"the crafted rows hold at most {longest} candidates, fewer than the cutoff "
+            f"{measure.k}: a tie group across the cutoff is not probed"
+        )
     check = [TieRule(found.rule)] if found.rule in names else []
     try:
         ev = evaluate(table, [measure], [EXACT_RULE, *check], n_seeds=1)
+        which = found.reads_one.split(" or ")[0]
+        if check and which in ONE_RELEVANT:  # the rule on the relevant item it reads
+            read = one_relevant_table(table, which)
+            rule_ev = evaluate(read, [measure], check, n_seeds=1)
+        else:
+            rule_ev = ev
     except ValueError as exc:  # e.g. an order by the number in the id, and other ids here
         if not check:
             raise
@@ -442,7 +580,7 @@ def probe(
         ev = evaluate(table, [measure], [EXACT_RULE], n_seeds=1)
     low, high = ev.bounds()
     if check:  # the rule must give the values on this table too
-        want = ev[found.rule].values[measure]
+        want = rule_ev[found.rule].values[measure]
         off = np.flatnonzero(~obs.close(values, want))
         if len(off):
             i = int(off[0])
@@ -472,6 +610,7 @@ def probe(
         rows_moved=found.rows_moved,
         extra={"tolerance": obs.tol,
                **({"parameters": found.parameters} if found.parameters else {}),
+               **({"reads_one_relevant": found.reads_one} if found.reads_one else {}),
                **({"score_casting": casts[0]} if casts is not None else {})},  # fmt: skip
     )
 

@@ -9,9 +9,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..io import atomic_write_many
-from .infer import UNKNOWN, UNSTABLE, ProbeResult
+from .infer import ONLY_ONE, UNKNOWN, UNSTABLE, ProbeResult
 
-__all__ = ["to_json", "to_json_many", "to_markdown", "summary", "write"]
+__all__ = ["reads_one", "to_json", "to_json_many", "to_markdown", "summary", "write"]
 
 
 def _num(v: float) -> float | None:
@@ -33,7 +33,18 @@ def _rule_text(res: ProbeResult) -> str:
     if params:  # a probe-only behaviour (tieaudit.probe.behaviours)
         shown = ", ".join(f"{k} {v}" for k, v in params.items())
         return f"{res.rule} ({shown}; a behaviour of the evaluator's internals, no tie rule)"
+    if res.extra.get("reads_one_relevant"):
+        return f"{res.rule} ({reads_one(res.extra)})"
     return res.rule
+
+
+def reads_one(result: dict) -> str:
+    """What a probe's ``extra`` (or ``probe.json``) says of an evaluator that reads one relevant
+    item a row (``""``: it reads them all)."""
+    which = result.get("reads_one_relevant")
+    if which == ONLY_ONE:
+        return "takes one relevant item a row, refuses rows with more"
+    return f"reads one relevant item a row, the {which} stored" if which else ""
 
 
 def _casting(res: ProbeResult) -> str:

@@ -6,8 +6,8 @@ nothing is guessed for it), ``call`` (what it wraps), ``metric`` (the measure pr
 measure the adapter computes, at the cutoff asked for), ``rule`` (the probe's word, ``not
 installed`` or ``error``), ``invariant``, ``mean``, ``expected``, ``pessimistic``,
 ``optimistic`` and ``inflation`` (``mean - expected``) on the table given, and ``note`` (why a
-row is incomplete, the parameters of a behaviour that is no tie rule, or the evidence for
-``unstable``/``unknown``).
+row is incomplete, the parameters of a behaviour that is no tie rule, that the evaluator reads one
+relevant item a row, or the evidence for ``unstable``/``unknown``).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from ..candidates import CandidateTable, as_table
 from ..measures import Measure, parse_measure, parse_measures
 from .adapters import Adapter, AdapterError, adapters
 from .infer import DEFAULT_TIMEOUT, ProbeError, ProbeResult, probe
+from .report import reads_one
 
 __all__ = ["EVALUATOR_COLUMNS", "evaluator_table"]
 
@@ -79,6 +80,8 @@ def _filled(rec: dict[str, object], res: ProbeResult) -> dict[str, object]:
         inflation=res.inflation,
     )  # fmt: skip
     notes = [f"{k} {v}" for k, v in res.extra.get("parameters", {}).items()]
+    if reads_one(res.extra):
+        notes.append(reads_one(res.extra))
     if res.extra.get("score_casting"):
         notes.append(f"score casting: {' or '.join(res.extra['score_casting'])}")
     if len(res.evidence) > 1 or res.rule in ("unstable", "unknown"):

@@ -109,6 +109,10 @@ class RuleKind:
     #: read a row's best relevant item alone (``HR``, ``MRR``), if any: a probe cannot tell the
     #: two apart there and names that rule.
     first_item_twin: ClassVar[str | None] = None
+    #: The rule that gives the same values as this kind on every table with one relevant item a
+    #: row, if any (a place the group's relevant items share is then a bound): for an evaluator
+    #: that reads one relevant item a row the probe names that rule.
+    one_item_twin: ClassVar[str | None] = None
     #: Whether :meth:`block_before` honours ``block.k_max``: it may then record
     #: ``min(b, max(k_max - g, 0))`` (the summary table says so in its ``k_max`` column).
     capped: ClassVar[bool] = False

@@ -20,7 +20,9 @@ and are row-order invariant.
 
 For ``HR`` and ``MRR``, which read the best relevant item alone, ``shared_first`` gives what
 ``optimistic`` gives on every table (both put it at ``g + 1``): :attr:`first_item_twin` says so,
-and the probe names ``optimistic`` there.
+and the probe names ``optimistic`` there. With one relevant item a row they are ``optimistic``
+and ``pessimistic`` on every table (:attr:`one_item_twin`): the probe names those for an
+evaluator that reads one relevant item a row.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ class SharedFirst(_Shared):
     order = "none: every tied relevant item at the group's first place, g + 1 (Keras in_top_k)"
     note = "biased: a tied item counts as inside the top k"
     first_item_twin = "optimistic"
+    one_item_twin = "optimistic"
 
     def ranks(self, ties: TieStructure) -> np.ndarray:
         return (ties.g + 1).astype(np.float64)
@@ -57,6 +60,7 @@ class SharedLast(_Shared):
     name = "shared_last"
     order = "none: every tied relevant item at the group's last place, g + t (LightFM)"
     note = "biased: a tied item counts as below the whole group"
+    one_item_twin = "pessimistic"
 
     def ranks(self, ties: TieStructure) -> np.ndarray:
         return (ties.g + ties.t).astype(np.float64)
