@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tieaudit import evaluate
-from tieaudit.batches import open_source, plan_spans, read_span
+from tieaudit.batches import PathInput, open_source, plan_spans, read_span
 from tieaudit.candidates import CandidateError
 from tieaudit.cli import main
 from tieaudit.compare import compare
@@ -343,3 +343,37 @@ def test_spans_of_row_groups_hold_whole_rows_empty_groups_too(frame, data) -> No
     rows = [list(dict.fromkeys(p["row"])) for p in parts]
     assert sum(map(len, rows)) == frame["row"].nunique()  # no row in two spans
 
+
+LAYOUT = ("x.csv", "_x.csv", ".x.csv", "x.json", "user_id=a/x.csv", "user_id=a/_t/x.csv",
+          "_temporary/x.parquet", "new/x.parquet", "user_id=z/x.csv", "user_id=a/b/x.csv")  # fmt: skip
+PATTERNS = ("{root}", "{root}/*", "{root}/*.csv", "{root}/**", "{root}/**/*.csv",
+            "{root}/user_id=*", "{root}/*/*.csv", "{root}/[u-z]*", "{root}/us?r_id=a/*",
+            "{root}/_*/*", "{root}/**/x.*")  # fmt: skip
+
+
+@given(existing=st.sets(st.sampled_from(LAYOUT), max_size=5), pattern=st.sampled_from(PATTERNS),
+       output=st.sampled_from([*LAYOUT, "../out.csv", "user_id=a", "user_id=q/new/x.pq"]))
+@settings(max_examples=examples(100), deadline=None)
+def test_an_output_an_input_would_read_is_refused(existing, pattern, output) -> None:
+    """Whatever a folder or glob reads now or once the output is written, the output checks
+    refuse: an output that is not refused is not read."""
+    from tieaudit.cli import _check_targets
+
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "lake"
+        root.mkdir()
+        for name in existing:
+            (root / name).parent.mkdir(parents=True, exist_ok=True)
+            (root / name).write_text("row,user_id,item_id,label,score\n")
+        given_ = pattern.format(root=root)
+        target = root / output
+        try:
+            _check_targets({}, {"--out": str(target)}, {"FILE": given_})
+        except ValueError:
+            return
+        before = {f for f, _ in PathInput.of(given_).files}
+        assert target not in before
+        if target.suffix in (".csv", ".parquet", ".pq") and not target.is_dir():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text("row,user_id,item_id,label,score\n")
+            assert target not in {f for f, _ in PathInput.of(given_).files}
