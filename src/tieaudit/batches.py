@@ -43,7 +43,7 @@ from .candidates_io import (
     ShiftedLines,
     file_batches,
     file_lines,
-    file_schema,
+    file_info,
     frame_to_arrow,
     name_records,
     parquet_columns,
@@ -300,9 +300,10 @@ def _paths_source(given: PathInput) -> Source:
     if not files:
         raise CandidateError(f"{name}: no candidates files (.parquet, .pq, .csv, .csv.gz) found")
     keys = [_hive_columns(f, root) if root is not None else {} for f, root in files]
-    schemas = []
+    schemas, counts = [], []
     for (f, _), hive in zip(files, keys, strict=True):
-        schema = file_schema(f)
+        schema, n_lines = file_info(f)
+        counts.append(n_lines)
         for k, v in hive.items():
             if k in schema.names:
                 continue
@@ -320,7 +321,6 @@ def _paths_source(given: PathInput) -> Source:
             )
         schemas.append((f, schema))
     common = _common_types(schemas, name)
-    counts = [file_lines(f) for f, _ in files]
     starts: list[tuple[int, str, bool] | None] = [None] * len(files)
 
     def conform(table: pa.Table, f: Path, hive: dict[str, str | None]) -> pa.Table:

@@ -29,7 +29,7 @@ from .rules import parse_rule, rule_kinds
 __all__ = [
     "CandidateError", "REQUIRED_COLUMNS", "COUNT_COLUMNS", "SUMMARY_COUNT_COLUMNS",
     "BEFORE_PREFIX", "BEFORE_RULES", "LineMap", "Records", "ShiftedLines", "frame_to_arrow",
-    "validate_arrow", "read_arrow", "file_batches", "file_lines", "file_schema", "read_columns",
+    "validate_arrow", "read_arrow", "file_batches", "file_lines", "file_info", "read_columns",
     "parquet_columns", "FileRecords", "name_records",
 ]  # fmt: skip
 
@@ -705,17 +705,19 @@ def parquet_columns(pf: Any, path: str | os.PathLike[str]) -> list[str]:
     return read_columns(pf.schema_arrow.names, str(path))
 
 
-def file_schema(path: str | os.PathLike[str]) -> pa.Schema:
-    """The columns of a candidates file that are read (:func:`read_columns`) and their types as
-    read: a Parquet file's from its footer, a CSV file's all text."""
+def file_info(path: str | os.PathLike[str]) -> tuple[pa.Schema, int | None]:
+    """The columns of a candidates file that are read (:func:`read_columns`) with their types
+    as read, and its number of records: a Parquet file's from its footer; a CSV file's columns
+    all text, its records not known (``None``)."""
     p = Path(path)
     try:
         if _file_kind(p) == "parquet":
             from ._parquet import parquet_file
 
             pf = parquet_file(p)
-            return pa.schema([pf.schema_arrow.field(c) for c in parquet_columns(pf, p)])
-        return pa.schema([(c, pa.string()) for c in read_columns(_csv_header(p), str(p))])
+            schema = pa.schema([pf.schema_arrow.field(c) for c in parquet_columns(pf, p)])
+            return schema, pf.metadata.num_rows
+        return pa.schema([(c, pa.string()) for c in read_columns(_csv_header(p), str(p))]), None
     except (pa.ArrowInvalid, OSError) as exc:
         raise CandidateError(f"{path}: cannot read: {exc}") from None
 
