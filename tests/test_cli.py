@@ -567,6 +567,77 @@ def test_compare_refuses_an_out_that_is_one_of_its_files(data, tmp_path, capsys)
     assert _same_bytes(other, tie_heavy_csv())
 
 
+def _split_input(tmp_path: Path) -> dict[str, Path]:
+    """The tie-heavy candidates in one file and split in two, in a folder ``d``, in ``g`` (read
+    by a glob) and in ``c`` (a second model, also read by a glob)."""
+    text = tie_heavy_csv().splitlines(keepends=True)
+    halves = [text[0], *text[1:150]], [text[0], *text[150:]]
+    for folder in ("d", "g", "c"):
+        (tmp_path / folder).mkdir()
+        for name, lines in zip(("a.csv", "b.csv"), halves, strict=True):
+            (tmp_path / folder / name).write_text("".join(lines))
+    (tmp_path / "x.csv").write_text(tie_heavy_csv())
+    return {name: tmp_path / name for name in ("d", "g", "c", "x.csv")}
+
+
+@pytest.mark.parametrize(
+    ("argv", "target", "said"),
+    [
+        (["evaluate", "{g}/*.csv", "--out", "{g}/a.csv"], "g/a.csv",
+         "--out {g}/a.csv is matched by the glob of the input FILE {g}/*.csv"),
+        (["evaluate", "{d}", "--per-row", "{d}/b.csv"], "d/b.csv",
+         "--per-row {d}/b.csv is inside the folder {d} of the input FILE {d}"),
+        (["compare", "{x}", "{c}/*.csv", "--out", "{c}/b.csv"], "c/b.csv",
+         "--out {c}/b.csv is matched by the glob of FILE {c}/*.csv"),
+        (["audit", "{d}", "--out-dir", "{d}"], "d/a.csv",
+         "--out-dir {d} (invariance.csv) is inside the folder {d} of the input FILE {d}"),
+        # not read yet, but read by the next run: inside the folder, or matched by the glob
+        (["evaluate", "{d}", "--out", "{d}/sub/m.csv"], None,
+         "--out {d}/sub/m.csv is inside the folder {d} of the input FILE {d}"),
+        (["evaluate", "{g}/*.csv", "--out", "{g}/m.csv"], None,
+         "--out {g}/m.csv is matched by the glob of the input FILE {g}/*.csv"),
+        (["audit", "{g}/*", "--out-dir", "{g}/audit"], None,
+         "--out-dir {g}/audit (invariance.csv) is matched by the glob of the input FILE {g}/*"),
+    ],
+)
+def test_an_output_read_by_a_folder_or_glob_input_is_refused(tmp_path, capsys, argv, target,
+                                                             said):  # fmt: skip
+    """Was: the outputs were checked against the input as typed: `evaluate 'g/*.csv' --out
+    g/a.csv` replaced one of the files read with the metrics (exit 0), and an output written
+    into an input folder was read as candidates by the next run."""
+    names = {k.split(".")[0]: v for k, v in _split_input(tmp_path).items()}
+    before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    args = [a.format(**names) for a in argv]
+    rc, out, err = run([*args, "-m", "HR@1", "-r", "expected"], capsys)
+    _check_error(rc, out, err, [said.format(**names) + ": it would be read as candidates"])
+    after = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    assert after == before  # nothing written, the input as it was
+    if target is not None:
+        assert (tmp_path / target) in before
+
+
+def test_a_file_of_a_glob_input_reached_by_another_name_is_refused(tmp_path, capsys):
+    names = _split_input(tmp_path)
+    link = tmp_path / "other.csv"
+    os.link(names["g"] / "a.csv", link)  # a hard link: the same file under another name
+    rc, out, err = run(["evaluate", f"{names['g']}/*.csv", "-m", "HR@1", "--out", link], capsys)
+    _check_error(rc, out, err, [f"--out {link} is {names['g']}/a.csv, read by the input FILE "
+                                f"{names['g']}/*.csv; give another path"])  # fmt: skip
+    assert link.read_text() == "".join(tie_heavy_csv().splitlines(keepends=True)[:150])
+
+
+def test_outputs_beside_a_folder_or_glob_input_are_written(tmp_path, capsys):
+    """What the folder and glob do not read may be written: beside the folder, or a name the
+    glob does not match (its wildcards match no `_` or `.` name, as the folder skips them)."""
+    names = _split_input(tmp_path)
+    for argv in (["evaluate", names["d"], "--out", tmp_path / "m.csv"],
+                 ["evaluate", f"{names['g']}/*.csv", "--out", names["g"] / "m.json"],
+                 ["evaluate", f"{names['g']}/*", "--out", names["g"] / "_m.csv"],
+                 ["compare", names["x.csv"], f"{names['c']}/*", "--out", tmp_path / "f.csv"]):
+        rc, _, err = run([*argv, "-m", "HR@1", "-r", "expected"], capsys)
+        assert rc == 0, err
+
+
 @pytest.mark.parametrize(
     ("args", "said"),
     [

@@ -907,8 +907,8 @@ def audit(
     ``users_with_history`` adds the share of cold-start rows to the diagnostics,
     ``requested_rows`` (the rows the run asked for) is named in the checklist when fewer.
 
-    ``data`` is anything :func:`tieaudit.evaluate` reads (a path to a file, a directory of
-    Parquet files or a glob, a pandas or polars DataFrame, a pyarrow Table or dataset, a
+    ``data`` is anything :func:`tieaudit.evaluate` reads (a path to a file, a folder of
+    candidates files or a glob, a pandas or polars DataFrame, a pyarrow Table or dataset, a
     :class:`CandidateTable`). With ``chunk_rows``, ``memory`` or ``jobs > 1`` it is read and
     audited in chunks of whole rows as :func:`tieaudit.stream.evaluate_stream` reads it (an
     audit takes :data:`AUDIT_SHARE` times an evaluation's memory per line): the chunks'

@@ -1,24 +1,33 @@
 """Candidates read in chunks of whole rows, from wherever they live.
 
-A source (:func:`open_source`) is a candidates file (CSV or Parquet), a directory of Parquet files
-(a dataset, hive-partitioned as data lakes write them: ``key=value`` folders become columns), a
-glob naming files, a pyarrow Table, RecordBatchReader or dataset (``pyarrow.dataset``), or a
-pandas or polars DataFrame. Its records are read as Arrow record batches in stored order
-(Parquet by row groups, CSV by blocks; files in name order)
-and cut into chunks of whole rows (:func:`whole_rows`): a row whose lines continue in the next
-batch is carried over. A row whose lines are not contiguous cannot be cut that way: a row that
-comes back after other rows were read is an error naming it and how to sort the file
-(:class:`RowCheck`). Errors name records counted over the whole source (CSV files: lines).
+A source (:func:`open_source`) is a candidates file (CSV or Parquet), a folder of such files (a
+dataset, hive-partitioned as data lakes write them: ``key=value`` folders become columns,
+percent-decoded, ``__HIVE_DEFAULT_PARTITION__`` null; files and folders whose names start with
+``.`` or ``_`` skipped, as pyarrow's datasets skip them), a glob naming files or folders, a
+pyarrow Table, RecordBatchReader or dataset (``pyarrow.dataset``), or a pandas or polars
+DataFrame. Only the columns a candidates table reads are read (the others are never typed);
+the files of a folder or glob may give a column different types that read as one (``string``
+and ``large_string``, dictionary-encoded, ``int8`` and ``int64``, ``float32`` and ``float64``,
+text beside numbers: :func:`_common_types`). Its records are read as Arrow record batches in
+stored order (Parquet by row groups, CSV by blocks; files in name order) and cut into chunks of
+whole rows (:func:`whole_rows`): a row whose lines continue in the next batch (or file) is
+carried over. A row whose lines are not contiguous cannot be cut that way: a row that comes
+back after other rows were read is an error naming it and how to sort the file
+(:class:`RowCheck`). Errors name records counted over the whole file (CSV files: lines), and
+the file of a folder or glob.
 """
 
 from __future__ import annotations
 
+import bisect
 import glob
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
+from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 import numpy as np
 import pandas as pd
@@ -26,18 +35,25 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .candidates_io import (
+    REQUIRED_COLUMNS,
     CandidateError,
+    FileRecords,
     LineMap,
     Records,
     ShiftedLines,
     file_batches,
     file_lines,
+    file_info,
     frame_to_arrow,
+    name_records,
+    parquet_columns,
+    read_columns,
 )
 
 __all__ = [
     "Source", "open_source", "whole_rows", "RowChunks", "row_ids", "RowCheck", "RowKeys", "Span",
-    "plan_spans", "read_span", "BATCH_LINES",
+    "plan_spans", "read_span", "BATCH_LINES", "PathInput", "folder_files", "IGNORED_PREFIXES",
+    "HIVE_NULL",
 ]  # fmt: skip
 
 #: Lines per record batch read from a file (a chunk is one batch or more).
@@ -65,48 +81,293 @@ class Source:
     #: The source's one file when it is a Parquet file: chunks can be read from it by row
     #: groups in any process (:func:`plan_spans`, :func:`read_span`).
     parquet_path: Path | None = None
+    #: A source of several files: each file's first record in the source, path and whether it
+    #: is CSV, filled in as the files are read (``None``: not read yet).
+    file_starts: list[tuple[int, str, bool] | None] | None = None
 
     def where(self, offset: int) -> LineMap:
-        """How the errors of a chunk starting at record ``offset`` name its records."""
+        """How the errors of a chunk starting at record ``offset`` name its records (the files
+        of a source of several files, from the one holding that record on)."""
+        if self.file_starts is not None:
+            read = [s for s in self.file_starts if s is not None]
+            at = max(bisect.bisect_right([s[0] for s in read], offset) - 1, 0)
+            return FileRecords(read[at:], offset)
         return ShiftedLines(self.csv_path, offset) if self.csv_path else Records(offset)
+
+    def record(self, offset: int, pos: int) -> str:
+        """Record ``pos`` of a chunk starting at record ``offset``, as errors name it: 'line 7'
+        (a CSV file), 'record 7', or 'd/b.csv line 7' (a file of a folder or glob)."""
+        lines = self.where(offset)
+        if isinstance(lines, FileRecords):
+            ((path, unit, number),) = lines.places(np.array([pos]))
+            return f"{path} {unit} {number}"
+        (number,) = lines(np.array([pos]))
+        return f"{'line' if self.csv_path else 'record'} {number}"
 
 
 def _table_source(table: pa.Table, name: str) -> Source:
     return Source(name, lambda: iter(table.to_batches(max_chunksize=BATCH_LINES)), table.num_rows)
 
 
-def _hive_columns(path: Path, root: Path) -> dict[str, str]:
-    """The ``key=value`` folders between ``root`` and ``path``."""
-    parts = path.relative_to(root).parts[:-1]
-    return dict(p.split("=", 1) for p in parts if "=" in p)
+#: Names of files and folders a folder's reader skips, as pyarrow's datasets do
+#: (``ignore_prefixes``): what Spark and Hadoop leave mid-write or beside the data
+#: (``_temporary``, ``_SUCCESS``, ``.snapshot``, ``.part-0.crc``).
+IGNORED_PREFIXES = (".", "_")
+#: The partition value hive writers (Hive, Spark, pyarrow) give a null.
+HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
+_DATA_SUFFIXES = (".parquet", ".pq", ".csv", ".csv.gz")
 
 
-def _files_source(files: list[Path], name: str, root: Path | None) -> Source:
+def _skipped(name: str) -> bool:
+    return name.startswith(IGNORED_PREFIXES)
+
+
+def _is_data(path: Path) -> bool:
+    """A candidates file by its name (and a regular file); an empty CSV file is an empty shard
+    (a writer's empty partition) with no records."""
+    if not "".join(path.suffixes[-2:]).lower().endswith(_DATA_SUFFIXES) or not path.is_file():
+        return False
+    return not (path.stat().st_size == 0 and ".csv" in "".join(path.suffixes[-2:]).lower())
+
+
+def folder_files(folder: Path) -> list[Path]:
+    """The candidates files below ``folder`` (``.parquet``, ``.pq``, ``.csv``, ``.csv.gz``) in
+    name order, skipping the files and folders whose names start with ``.`` or ``_``."""
+    found = []
+    for top, dirs, names in os.walk(folder):
+        dirs[:] = [d for d in dirs if not _skipped(d)]
+        found += [Path(top) / n for n in names if not _skipped(n) and _is_data(Path(top) / n)]
+    return sorted(found)
+
+
+def _glob_root(pattern: str) -> Path:
+    """The folder a glob starts from: its components before the first with a wildcard."""
+    parts = Path(pattern).parts
+    literal = next(i for i, part in enumerate([*parts, "*"]) if _GLOB & set(part))
+    return Path(*parts[:literal]) if literal else Path(".")
+
+
+def _glob_match(pattern: tuple[str, ...], parts: tuple[str, ...]) -> bool:
+    """Whether the path components ``parts`` match the glob components ``pattern`` as
+    :func:`glob.glob` with ``recursive=True`` matches them, except that a wildcard matches no
+    name starting with ``_`` either (nor ``.``, as in glob) unless its component starts so."""
+    if not pattern:
+        return not parts
+    head, rest = pattern[0], pattern[1:]
+    if head == "**":
+        return _glob_match(rest, parts) or (
+            bool(parts) and not _skipped(parts[0]) and _glob_match(pattern, parts[1:]))
+    if not parts:
+        return False
+    name = parts[0]
+    if _GLOB & set(head):
+        if _skipped(name) and not head.startswith(name[0]) or not fnmatchcase(name, head):
+            return False
+    elif name != head:
+        return False
+    return _glob_match(rest, parts[1:])
+
+
+@dataclass(frozen=True)
+class PathInput:
+    """What a path given as candidates reads: its ``files`` (each with the folder its hive
+    ``key=value`` folders are counted from, ``None`` for a file given by its name), the
+    ``folders`` read whole (a new file in them is read too) and the glob it was (whose later
+    matches are read too)."""
+
+    name: str
+    files: list[tuple[Path, Path | None]]
+    folders: list[Path]
+    pattern: str | None = None
+
+    @classmethod
+    def of(cls, name: str) -> PathInput:
+        """A file, a folder (:func:`folder_files`) or a glob (:func:`glob.glob`, recursive;
+        its wildcards match no name starting with ``.`` or ``_``; a folder it matches is read
+        whole, its files in name order; hive folders are counted from the glob's first
+        folder with a wildcard)."""
+        p = Path(name)
+        if p.is_dir():
+            return cls(name, [(f, p) for f in folder_files(p)], [p])
+        if p.exists() or not _GLOB & set(name):
+            return cls(name, [(p, None)], [])
+        root, pattern = _glob_root(name), Path(name).parts
+        matches = sorted(Path(m) for m in glob.glob(name, recursive=True)
+                         if _glob_match(pattern, Path(m).parts))  # fmt: skip
+        folders = [m for m in matches if m.is_dir()]
+        found = {f for m in folders for f in folder_files(m)}
+        found.update(m for m in matches if not m.is_dir() and _is_data(m))
+        return cls(name, [(f, root) for f in sorted(found)], folders, name)
+
+    def covers(self, path: str | os.PathLike[str]) -> str | None:
+        """Why writing ``path`` would change what this input reads (now or at its next
+        read): inside one of its folders, or matched by its glob; ``None`` when not."""
+        real = Path(os.path.realpath(path))
+        for folder in self.folders:
+            top = Path(os.path.realpath(folder))
+            if real == top or top in real.parents:
+                return f"inside the folder {folder}"
+        if self.pattern is not None:
+            root = Path(os.path.realpath(_glob_root(self.pattern)))
+            pattern = Path(self.pattern).parts[len(_glob_root(self.pattern).parts):]
+            if root in real.parents:
+                rel = real.relative_to(root).parts
+                if any(_glob_match(pattern, rel[:n]) for n in range(1, len(rel) + 1)):
+                    return "matched by the glob"
+        return None
+
+
+def _hive_columns(path: Path, root: Path) -> dict[str, str | None]:
+    """The ``key=value`` folders between ``root`` and ``path`` that name a column a candidates
+    table reads, decoded as hive writers encode them (URL percent-encoding;
+    :data:`HIVE_NULL` is null)."""
+    out: dict[str, str | None] = {}
+    for part in path.relative_to(root).parts[:-1]:
+        if "=" not in part:
+            continue
+        try:
+            key, value = (unquote(x, errors="strict") for x in part.split("=", 1))
+        except UnicodeDecodeError:
+            raise CandidateError(f"{path.parent}: the folder name {part!r} is not UTF-8 text once "
+                                 "percent-decoded") from None  # fmt: skip
+        if read_columns([key], str(path)):
+            out[key] = None if value == HIVE_NULL else value
+    return out
+
+
+def _kind(t: pa.DataType) -> str:
+    """The family of a column's type that decides what files giving it differently unify to."""
+    if pa.types.is_dictionary(t):
+        t = t.value_type
+    for test, kind in ((pa.types.is_null, "null"), (pa.types.is_string, "text"),
+                       (pa.types.is_large_string, "text"), (pa.types.is_boolean, "bool"),
+                       (pa.types.is_integer, "integer"), (pa.types.is_floating, "float")):  # fmt: skip
+        if test(t):
+            return kind
+    return str(t)
+
+
+def _common_types(schemas: list[tuple[Path, pa.Schema]], name: str) -> pa.Schema:
+    """The columns of files read together and the type each is read as: its type when every
+    file gives it the same, else text when one gives text (numbers written as text, read back
+    exactly), else float64 when one gives floats, else int64 (integers and booleans). Other
+    types (lists, binary, ...) given differently are an error naming two files."""
+    given: dict[str, dict[pa.DataType, Path]] = {}
+    for path, schema in schemas:
+        for field in schema:
+            given.setdefault(field.name, {}).setdefault(field.type, path)
+    fields = []
+    for column, types in given.items():
+        known = [t for t in types if _kind(t) != "null"]  # an empty pandas frame's text: null
+        kinds = {_kind(t) for t in known}
+        if len(known) <= 1:
+            target = known[0] if known else next(iter(types))
+        elif kinds <= {"text", "bool", "integer", "float"}:
+            target = pa.string() if "text" in kinds else (
+                pa.float64() if "float" in kinds else pa.int64())  # fmt: skip
+        else:
+            (t1, f1), (t2, f2) = [(t, types[t]) for t in known[:2]]
+            raise CandidateError(
+                f"{name}: column {column} is {t1} in {f1} but {t2} in {f2}; the files read "
+                "together must give each column one type, or types that read as one (text, "
+                "integers, floats, booleans)"
+            )
+        fields.append(pa.field(column, target))
+    return pa.schema(fields)
+
+
+def _conform(col: pa.Array | pa.ChunkedArray, target: pa.DataType) -> pa.Array | pa.ChunkedArray:
+    """A column read as ``target`` (:func:`_common_types`): numbers become text as Arrow writes
+    a float64 (the shortest text that reads back to the same value) or an integer."""
+    if col.type == target:
+        return col
+    if pa.types.is_dictionary(col.type):
+        col = pc.cast(col, col.type.value_type)
+    if pa.types.is_string(target):
+        if pa.types.is_boolean(col.type):
+            col = pc.cast(col, pa.int8())
+        elif pa.types.is_floating(col.type):
+            col = pc.cast(col, pa.float64())
+    return pc.cast(col, target)
+
+
+def _paths_source(given: PathInput) -> Source:
+    """The source of the files of a folder or glob, read one after the other in name order as
+    one table: their read columns (:func:`tieaudit.candidates_io.read_columns`) with the types
+    of :func:`_common_types` and the hive columns of their folders; errors name each file."""
+    files = given.files
+    name = given.name
     if not files:
         raise CandidateError(f"{name}: no candidates files (.parquet, .pq, .csv, .csv.gz) found")
+    keys = [_hive_columns(f, root) if root is not None else {} for f, root in files]
+    schemas, counts = [], []
+    for (f, _), hive in zip(files, keys, strict=True):
+        schema, n_lines = file_info(f)
+        counts.append(n_lines)
+        for k, v in hive.items():
+            if k in schema.names:
+                continue
+            if v is None and k in REQUIRED_COLUMNS:
+                raise CandidateError(
+                    f"{f.parent}: {k} is null ({HIVE_NULL}) for every line of the files in "
+                    f"this folder; every line needs a {k}"
+                )
+            schema = schema.append(pa.field(k, pa.string()))
+        missing = [c for c in REQUIRED_COLUMNS if c not in schema.names]
+        if missing:
+            raise CandidateError(
+                f"{f}: missing column(s) {', '.join(missing)}; a candidates table needs "
+                f"{', '.join(REQUIRED_COLUMNS)}"
+            )
+        schemas.append((f, schema))
+    common = _common_types(schemas, name)
+    starts: list[tuple[int, str, bool] | None] = [None] * len(files)
 
-    def batches() -> Iterator[pa.RecordBatch | pa.Table]:
-        for f in files:
-            keys = _hive_columns(f, root) if root is not None else {}
+    def conform(table: pa.Table, f: Path, hive: dict[str, str | None]) -> pa.Table:
+        columns = []
+        for field in common:
+            if field.name in table.column_names:
+                col = table.column(field.name)
+            elif field.name in hive:
+                col = pa.array([hive[field.name]] * table.num_rows, pa.string())
+            else:  # a count column some files do not have: missing, as validation says
+                col = pa.nulls(table.num_rows, field.type)
+            try:
+                columns.append(_conform(col, field.type))
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+                raise CandidateError(
+                    f"{f}: column {field.name} ({col.type}) cannot be read as {field.type}, the "
+                    f"type other files of {name} give it: {exc}"
+                ) from None
+        return pa.Table.from_arrays(columns, schema=common)
+
+    def batches() -> Iterator[pa.Table]:
+        line = 0
+        for i, ((f, _), hive) in enumerate(zip(files, keys, strict=True)):
+            starts[i] = (line, str(f), counts[i] is None)
             for b in file_batches(f, BATCH_LINES):
-                table = pa.Table.from_batches([b])
-                for k, v in keys.items():
-                    if k not in table.column_names:
-                        table = table.append_column(k, pa.array([v] * len(table), pa.string()))
+                table = conform(pa.Table.from_batches([b]), f, hive)
+                line += table.num_rows
                 yield table
 
-    counts = [file_lines(f) for f in files]
     total = None if any(c is None for c in counts) else sum(counts)
-    csv_path = files[0] if len(files) == 1 and counts[0] is None else None
-    parquet_path = files[0] if len(files) == 1 and root is None and counts[0] is not None \
-        else None  # fmt: skip
-    return Source(name, batches, total, csv_path, parquet_path=parquet_path)
+    return Source(name, batches, total, file_starts=starts)
+
+
+def _file_source(path: Path, name: str) -> Source:
+    """The source of one candidates file: a CSV file's errors name its lines, a Parquet file
+    can be read by row groups (:func:`plan_spans`)."""
+    n_lines = file_lines(path)
+    csv_path = path if n_lines is None else None
+    parquet_path = path if n_lines is not None else None
+    return Source(name, lambda: file_batches(path, BATCH_LINES), n_lines, csv_path,
+                  parquet_path=parquet_path)  # fmt: skip
 
 
 def open_source(data: Any) -> Source:
-    """The :class:`Source` of a path (file, directory, glob), a pyarrow Table, RecordBatchReader
-    or dataset (``pyarrow.dataset``), or a DataFrame (pandas, or any with ``to_arrow()`` such as
-    polars)."""
+    """The :class:`Source` of a path (file, folder, glob: :class:`PathInput`), a pyarrow Table,
+    RecordBatchReader or dataset (``pyarrow.dataset``), or a DataFrame (pandas, or any with
+    ``to_arrow()`` such as polars)."""
     if isinstance(data, pa.Table):
         return _table_source(data, "<table>")
     if isinstance(data, pa.RecordBatchReader):  # read once, as it streams
@@ -120,22 +381,14 @@ def open_source(data: Any) -> Source:
         return _table_source(frame_to_arrow(data, "<frame>"), "<frame>")
     if hasattr(data, "to_arrow") and not isinstance(data, (str, os.PathLike)):
         return _table_source(data.to_arrow(), "<frame>")
-    name = str(data)
-    p = Path(data)
-    if p.is_dir():
-        files = sorted(f for f in p.rglob("*") if f.is_file() and _is_data(f))
-        return _files_source(files, name, p)
-    if not p.exists() and _GLOB & set(name):
-        files = sorted(Path(f) for f in glob.glob(name, recursive=True) if Path(f).is_file())
-        return _files_source(files, name, None)
-    return _files_source([p], name, None)
-
-
-def _is_data(path: Path) -> bool:
-    """A candidates file in a dataset folder (hidden and ``_``-prefixed files are metadata)."""
-    if path.name.startswith((".", "_")):
-        return False
-    return "".join(path.suffixes[-2:]).lower().endswith((".parquet", ".pq", ".csv", ".csv.gz"))
+    given = PathInput.of(str(data))
+    if given.pattern is None and not given.folders:
+        return _file_source(given.files[0][0], given.name)
+    if len(given.files) == 1:  # a folder or glob of one file, no hive column: that file
+        ((f, root),) = given.files
+        if root is None or not _hive_columns(f, root):
+            return _file_source(f, str(f))
+    return _paths_source(given)
 
 
 def _row_starts(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
@@ -304,10 +557,9 @@ class RowCheck:
         self.seen = np.sort(np.concatenate([self.seen, rows.keys]), kind="stable")
 
     def _refuse(self, row: Any, pos: int, offset: int) -> None:
-        unit = "line" if self.source.csv_path else "record"
-        (number,) = self.source.where(offset)(np.array([pos]))
+        where = name_records(self.source.name, np.array([pos]), self.source.where(offset))
         raise CandidateError(
-            f"{self.source.name}: {unit} {number}: row {str(row)!r} comes back after other rows; "
+            f"{where}: row {str(row)!r} comes back after other rows; "
             "read in chunks of whole rows, a row's lines must be contiguous: sort the lines by "
             "row with a stable sort (keeping each row's stored order, which input_order uses), "
             "e.g. pandas frame.sort_values('row', kind='stable'), or evaluate in one chunk "
@@ -360,22 +612,30 @@ def read_span(path: Path, span: Span) -> tuple[pa.Table | None, int]:
 
     try:
         pf = parquet_file(path)
-        table = pf.read_row_groups(list(range(span.start, span.stop)))
-        if not table.num_rows or "row" not in table.column_names:
+        meta = pf.metadata
+        columns = parquet_columns(pf, path)
+        table = pf.read_row_groups(list(range(span.start, span.stop)), columns=columns)
+        if not table.num_rows:
+            return None, span.line
+        if "row" not in table.column_names:
             return table, span.line
         col = table.column("row")
         lead = 0
-        if span.start:  # lines that finish the row the span before began
-            before = pf.read_row_group(span.start - 1, columns=["row"]).column("row")
-            lead = _same_run(col, before[-1].as_py())
+        # lines that finish the row the span before began (empty row groups skipped, as an
+        # empty shard written with ParquetWriter has them)
+        before = next((g for g in range(span.start - 1, -1, -1) if meta.row_group(g).num_rows),
+                      None)  # fmt: skip
+        if before is not None:
+            lead = _same_run(col, pf.read_row_group(before, columns=["row"]).column("row")[-1]
+                             .as_py())  # fmt: skip
         if lead == table.num_rows:
             return None, span.line
         parts, last = [table.slice(lead)], col[-1].as_py()
-        for g in range(span.stop, pf.metadata.num_row_groups):  # the last row, continued
+        for g in range(span.stop, meta.num_row_groups):  # the last row, continued
             more = _same_run(pf.read_row_group(g, columns=["row"]).column("row"), last)
             if more:
-                parts.append(pf.read_row_group(g).slice(0, more))
-            if more < pf.metadata.row_group(g).num_rows:
+                parts.append(pf.read_row_group(g, columns=columns).slice(0, more))
+            if more < meta.row_group(g).num_rows:
                 break
         whole = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
     except (pa.ArrowInvalid, OSError) as exc:

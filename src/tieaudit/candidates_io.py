@@ -9,6 +9,7 @@ part of it (the column names, :class:`CandidateError`). Every error names the fi
 
 from __future__ import annotations
 
+import bisect
 import gzip
 import os
 from collections import Counter
@@ -28,7 +29,8 @@ from .rules import parse_rule, rule_kinds
 __all__ = [
     "CandidateError", "REQUIRED_COLUMNS", "COUNT_COLUMNS", "SUMMARY_COUNT_COLUMNS",
     "BEFORE_PREFIX", "BEFORE_RULES", "LineMap", "Records", "ShiftedLines", "frame_to_arrow",
-    "validate_arrow", "read_arrow", "file_batches", "file_lines",
+    "validate_arrow", "read_arrow", "file_batches", "file_lines", "file_info", "read_columns",
+    "parquet_columns", "FileRecords", "name_records",
 ]  # fmt: skip
 
 REQUIRED_COLUMNS = ("row", "user_id", "item_id", "label", "score")
@@ -43,7 +45,6 @@ BEFORE_PREFIX = "before:"
 BEFORE_RULES = tuple(k.name for k in rule_kinds() if k.records)
 _ID_COLUMNS = ("row", "user_id", "item_id")
 _SHOW = 5  # offending lines named in an error message
-_CSV_BLOCK = 1 << 24  # bytes of a CSV file read at a time when it is read in chunks
 
 
 class CandidateError(ValueError):
@@ -75,13 +76,45 @@ class ShiftedLines:
         return _csv_line_map(self.path)(np.asarray(positions) + self.offset)
 
 
+class FileRecords:
+    """Where the records of a chunk of a source of several files are: the file of each and its
+    line (CSV) or record (Parquet) in it. ``files`` lists, from the file holding record
+    ``offset`` of the source on, each file's first record in the source, its path and whether
+    it is CSV (picklable: a chunk's errors are worded in the process that evaluates it)."""
+
+    def __init__(self, files: list[tuple[int, str, bool]], offset: int) -> None:
+        self.files = files
+        self.offset = offset
+
+    def places(self, positions: np.ndarray) -> list[tuple[str, str, int]]:
+        """``(file, "line" or "record", number)`` of each 0-based record position of the
+        chunk."""
+        starts = [f[0] for f in self.files]
+        out = []
+        for pos in np.asarray(positions):
+            first, path, csv = self.files[bisect.bisect_right(starts, int(pos) + self.offset) - 1]
+            local = int(pos) + self.offset - first
+            if csv:
+                (line,) = _csv_line_map(Path(path))(np.array([local]))
+                out.append((path, "line", line))
+            else:
+                out.append((path, "record", local + 1))
+        return out
+
+    def __call__(self, positions: np.ndarray) -> list[int]:
+        return [n for _, _, n in self.places(positions)]
+
+
 def _where(source: str, positions: np.ndarray, csv_lines: bool | LineMap) -> str:
     """'file.csv lines 3, 9 (and 4 more)' for 0-based record positions.
 
-    ``csv_lines`` is False (records, counted from 1), True (1-based lines below a header line) or
-    a function mapping record positions to file line numbers (used when a CSV has blank lines).
+    ``csv_lines`` is False (records, counted from 1), True (1-based lines below a header line),
+    a function mapping record positions to file line numbers (used when a CSV has blank lines)
+    or a :class:`FileRecords` (a source of several files: each file is named, not ``source``).
     """
     shown_pos = np.asarray(positions[:_SHOW])
+    if isinstance(csv_lines, FileRecords):
+        return _file_places(csv_lines.places(shown_pos), len(positions))
     if callable(csv_lines):
         numbers = csv_lines(shown_pos)
     else:
@@ -91,6 +124,26 @@ def _where(source: str, positions: np.ndarray, csv_lines: bool | LineMap) -> str
     unit = "record" if csv_lines is False or isinstance(csv_lines, Records) else "line"
     plural = "s" if len(positions) > 1 else ""
     return f"{source}: {unit}{plural} {shown}{more}"
+
+
+def _file_places(places: list[tuple[str, str, int]], n: int) -> str:
+    """'d/a.csv: line 3; d/b.parquet: records 2, 5 (and 4 more)': the places of the first of
+    ``n`` records, grouped by file in their order."""
+    groups: list[tuple[str, str, list[int]]] = []
+    for path, unit, number in places:
+        if groups and groups[-1][0] == path:
+            groups[-1][2].append(number)
+        else:
+            groups.append((path, unit, [number]))
+    text = "; ".join(f"{path}: {unit}{'s' if len(ns) > 1 else ''} {', '.join(map(str, ns))}"
+                     for path, unit, ns in groups)  # fmt: skip
+    return text + (f" (and {n - _SHOW} more)" if n > _SHOW else "")
+
+
+def name_records(source: str, positions: np.ndarray, lines: bool | LineMap) -> str:
+    """Where the 0-based record positions of a chunk are, as errors name them: 'file.csv: line
+    3', 'data.parquet: records 2, 5', or each file of a folder ('d/b.csv: line 7')."""
+    return _where(source, np.asarray(positions), lines)
 
 
 def _csv_line_map(path: Path) -> LineMap:
@@ -390,6 +443,15 @@ def _is_count_column(name: str) -> bool:
     return name in COUNT_COLUMNS or name in SUMMARY_COUNT_COLUMNS or name.startswith(BEFORE_PREFIX)
 
 
+def read_columns(names: list[str], source: str) -> list[str]:
+    """The columns of ``names`` a candidates reader reads (the five and the counts), in their
+    order: the others are never read nor typed. One of them given twice is an error naming
+    ``source``."""
+    read = [c for c in names if c in REQUIRED_COLUMNS or _is_count_column(c)]
+    _check_unique_columns(read, source)
+    return read
+
+
 def _before_rule(column: str, source: str) -> str:
     """The normalised rule name of a ``before:RULE`` column."""
     text = column[len(BEFORE_PREFIX) :]
@@ -495,22 +557,28 @@ def _csv_stream(path: Path) -> pa.NativeFile:
     return pa.input_stream(str(path), compression="gzip" if is_gzip(path) else None)
 
 
-def _csv_convert(path: Path, read: Any = None) -> Any:
-    """How a CSV file's columns are read: ids as text, and label, score and the counts as text
-    too (they are checked against the number grammar, and errors can name the line)."""
+def _csv_header(path: Path, read: Any = None) -> list[str]:
+    """The column names of a CSV file's header (none for an empty file)."""
     import pyarrow.csv as pacsv
 
-    head = []
-    if path.stat().st_size:
-        with _csv_stream(path) as fh:
-            head = pacsv.open_csv(fh, read_options=read).schema.names
-    types = {c: pa.string() for c in head if c in _ID_COLUMNS}
-    for c in head:
-        if c in ("label", "score") or _is_count_column(c):
-            types[c] = pa.string()
+    if not path.stat().st_size:
+        return []
+    with _csv_stream(path) as fh:
+        return pacsv.open_csv(fh, read_options=read).schema.names
+
+
+def _csv_convert(path: Path, read: Any = None) -> Any:
+    """How a CSV file's columns are read: only those a candidates table reads
+    (:func:`read_columns`; the others are never typed), ids as text, and label, score and the
+    counts as text too (they are checked against the number grammar, and errors can name the
+    line)."""
+    import pyarrow.csv as pacsv
+
+    columns = read_columns(_csv_header(path, read), str(path))
     return pacsv.ConvertOptions(
-        column_types=types, strings_can_be_null=False, quoted_strings_can_be_null=False
-    )
+        column_types=dict.fromkeys(columns, pa.string()), include_columns=columns,
+        strings_can_be_null=False, quoted_strings_can_be_null=False,
+    )  # fmt: skip
 
 
 def _csv_batches(path: Path, name: str) -> Iterator[pa.RecordBatch]:
@@ -616,7 +684,10 @@ def read_arrow(path: str | os.PathLike[str]) -> tuple[pa.Table, bool | LineMap]:
         if kind == "parquet":
             from ._parquet import read_table as read_parquet_table
 
-            table = read_parquet_table(p)  # footer digest and page checksums verified
+            from ._parquet import parquet_file
+
+            # footer digest and page checksums verified
+            table = read_parquet_table(p, columns=parquet_columns(parquet_file(p), p))
             csv_lines = False
         else:
             table = _csv_table(p, name)
@@ -626,6 +697,29 @@ def read_arrow(path: str | os.PathLike[str]) -> tuple[pa.Table, bool | LineMap]:
     except (pa.ArrowInvalid, OSError) as exc:
         raise CandidateError(f"{name}: cannot read: {exc}") from None
     return table, csv_lines
+
+
+def parquet_columns(pf: Any, path: str | os.PathLike[str]) -> list[str]:
+    """The columns of the open Parquet file ``pf`` (at ``path``) a candidates table reads
+    (:func:`read_columns`)."""
+    return read_columns(pf.schema_arrow.names, str(path))
+
+
+def file_info(path: str | os.PathLike[str]) -> tuple[pa.Schema, int | None]:
+    """The columns of a candidates file that are read (:func:`read_columns`) with their types
+    as read, and its number of records: a Parquet file's from its footer; a CSV file's columns
+    all text, its records not known (``None``)."""
+    p = Path(path)
+    try:
+        if _file_kind(p) == "parquet":
+            from ._parquet import parquet_file
+
+            pf = parquet_file(p)
+            schema = pa.schema([pf.schema_arrow.field(c) for c in parquet_columns(pf, p)])
+            return schema, pf.metadata.num_rows
+        return pa.schema([(c, pa.string()) for c in read_columns(_csv_header(p), str(p))]), None
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise CandidateError(f"{path}: cannot read: {exc}") from None
 
 
 def file_lines(path: str | os.PathLike[str]) -> int | None:
@@ -643,15 +737,17 @@ def file_lines(path: str | os.PathLike[str]) -> int | None:
 def file_batches(path: str | os.PathLike[str], batch_lines: int) -> Iterator[pa.RecordBatch]:
     """The records of a candidates file as Arrow record batches in stored order, not yet
     validated (Parquet: batches of at most ``batch_lines`` records within row groups, footer
-    digest and page checksums verified; CSV: blocks, columns read as :func:`read_arrow` reads
-    them). Errors name the file (and the line of a malformed CSV record)."""
+    digest and page checksums verified; CSV: blocks; the columns :func:`read_columns` names,
+    read as :func:`read_arrow` reads them). Errors name the file (and the line of a malformed
+    CSV record)."""
     p = Path(path)
     kind = _file_kind(p)
     try:
         if kind == "parquet":
             from ._parquet import parquet_file
 
-            yield from parquet_file(p).iter_batches(batch_size=batch_lines)
+            pf = parquet_file(p)
+            yield from pf.iter_batches(batch_size=batch_lines, columns=parquet_columns(pf, p))
         else:
             yield from _csv_batches(p, str(path))
     except CandidateError:

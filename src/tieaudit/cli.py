@@ -12,6 +12,7 @@ from . import __version__
 from ._memory import keep_freed_memory
 from ._numbers import parse_integer
 from .audit import AUDIT_FILES, DEFAULT_PERMUTATIONS, audit
+from .batches import PathInput
 from .candidates import (
     COUNT_COLUMNS,
     REQUIRED_COLUMNS,
@@ -125,8 +126,9 @@ def _parser() -> argparse.ArgumentParser:
 
     def common(sp: argparse.ArgumentParser) -> None:
         sp.add_argument("file", metavar="FILE", nargs="?",
-                        help="candidates table (CSV or Parquet), a directory of Parquet files "
-                        "or a glob; or give --run and --qrels")
+                        help="candidates table (CSV or Parquet), a folder of them (a data lake: "
+                        "hive key=value folders; names starting with . or _ skipped) or a glob "
+                        "of files or folders; or give --run and --qrels")
         sp.add_argument("--run", metavar="RUN", help="TREC run file, instead of FILE")
         sp.add_argument("--qrels", metavar="QRELS", help="TREC qrels file for --run")
         sp.add_argument(
@@ -222,7 +224,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def _compare(args: argparse.Namespace) -> int:
     _check_out(args.out, "--out")
-    _check_targets({f"FILE {f}": f for f in args.files}, {f"--out {args.out}": args.out})
+    _check_targets({}, {f"--out {args.out}": args.out}, {f"FILE {f}": f for f in args.files})
     if len(args.files) < 2:
         raise ValueError(f"compare needs two or more FILEs, got {len(args.files)}")
     names = args.names or [Path(f).name.split(".")[0] for f in args.files]
@@ -386,13 +388,27 @@ def _identity(path: str | Path) -> tuple:
     return ("file", st.st_dev, st.st_ino)
 
 
-def _check_targets(inputs: dict[str, str | None], outputs: dict[str, str | Path | None]) -> None:
+def _check_targets(inputs: dict[str, str | None], outputs: dict[str, str | Path | None],
+                   candidates: dict[str, str | None] | None = None) -> None:  # fmt: skip
     """No output may be an input (writing it would replace the input) or another output (one
-    would replace the other); both are named, before any work is done."""
+    would replace the other); both are named, before any work is done. ``candidates``: inputs
+    read as candidates tables, a file, folder or glob (:class:`tieaudit.batches.PathInput`): no
+    output may be one of the files they read, nor lie inside a folder they read or match
+    their glob (the next run would read it as candidates)."""
     seen = {_identity(path): what for what, path in reversed(inputs.items()) if path is not None}
+    read = [(what, PathInput.of(path)) for what, path in (candidates or {}).items()
+            if path is not None]  # fmt: skip
+    for what, given in reversed(read):
+        for f, _ in given.files:
+            seen[_identity(f)] = what if str(f) == given.name else f"{f}, read by {what}"
     for what, path in outputs.items():
         if path is None:
             continue
+        for by, given in read:
+            why = given.covers(path)
+            if why is not None:
+                raise ValueError(f"{what} is {why} of {by}: it would be read as candidates (now "
+                                 "or at the next run); give a path outside it")  # fmt: skip
         key = _identity(path)
         if key in seen:
             raise ValueError(f"{what} is {seen[key]}; give another path")
@@ -404,16 +420,23 @@ def _plural(n: int, word: str) -> str:
 
 
 def _inputs(args: argparse.Namespace) -> dict[str, str | None]:
-    """The input files of evaluate and audit, by what they are, for :func:`_check_targets`."""
-    return {f"the input FILE {args.file}": args.file, f"the --run file {args.run}": args.run,
-            f"the --qrels file {args.qrels}": args.qrels}  # fmt: skip
+    """The TREC input files of evaluate and audit, by what they are, for
+    :func:`_check_targets`."""
+    return {f"the --run file {args.run}": args.run, f"the --qrels file {args.qrels}": args.qrels}
+
+
+def _candidates(args: argparse.Namespace) -> dict[str, str | None]:
+    """The candidates input of evaluate and audit (a file, folder or glob), for
+    :func:`_check_targets`."""
+    return {f"the input FILE {args.file}": args.file}
 
 
 def _evaluate(args: argparse.Namespace) -> int:
     _check_out(args.out, "--out")
     _check_out(args.per_row, "--per-row")
     _check_targets(_inputs(args), {f"--out {args.out}": args.out,
-                                   f"--per-row {args.per_row}": args.per_row})  # fmt: skip
+                                   f"--per-row {args.per_row}": args.per_row},
+                   _candidates(args))  # fmt: skip
     data, rules, _ = _input(args)
     ev = evaluate_stream(
         data, args.metrics, rules, n_seeds=_n_seeds(args.seeds, rules),
@@ -471,7 +494,8 @@ def _audit(args: argparse.Namespace) -> int:
     _check_out(args.out_dir, "--out-dir", folder=True)
     out = Path(args.out_dir)
     targets = [out / name for name in AUDIT_FILES]
-    _check_targets(_inputs(args), {f"--out-dir {args.out_dir} ({p.name})": p for p in targets})
+    _check_targets(_inputs(args), {f"--out-dir {args.out_dir} ({p.name})": p for p in targets},
+                   _candidates(args))  # fmt: skip
     data, rules, title = _input(args)
     if args.score_precision is not None:  # the cast's effect, streamed through the rows
         metrics = parse_measures(args.metrics)

@@ -382,9 +382,8 @@ def _misplaced(sources: list[Source], parts: list[tuple[pa.Table, int]],
         at = next((i for i, (a, b) in enumerate(zip(ids[0], other, strict=False)) if a != b),
                   min(len(ids[0]), len(other)))  # fmt: skip
         if at < len(other):
-            unit = "line" if src.csv_path else "record"
-            (number,) = src.where(offset)(row_ids(chunk)[1][at : at + 1])
-            where = f"{unit} {number} of {label} holds row {str(other[at])!r}"
+            record = src.record(offset, int(row_ids(chunk)[1][at]))
+            where = f"{record} of {label} holds row {str(other[at])!r}"
         else:
             where = f"{label} has no more rows"
         what = f"row {str(ids[0][at])!r}" if at < len(ids[0]) else "no row"
@@ -409,7 +408,7 @@ def compare(
     progress: bool = False,
 ) -> Compared:
     """Compare models evaluated on the same rows: ``models`` maps each name to its candidates
-    (anything :func:`tieaudit.evaluate` reads: a path to a file, a directory of Parquet files or
+    (anything :func:`tieaudit.evaluate` reads: a path to a file, a folder of candidates files or
     a glob, a pandas or polars DataFrame, a pyarrow Table or dataset, a :class:`CandidateTable`).
 
     Without ``chunk_rows`` or ``memory`` each input is read whole, its rows stored in any order

@@ -50,6 +50,11 @@ __all__ = [
     "check_tie_rule",
     "full_catalog_cases",
     "FullCatalogCase",
+    "candidate_lakes",
+    "CandidateLake",
+    "LakeFile",
+    "LAKE_USER_ALPHABET",
+    "LAKE_JUNK",
 ]
 
 #: Characters ids are built from: ASCII letters and digits (so ids like "007" occur), Latin-1,
@@ -323,3 +328,189 @@ def full_catalog_cases(
         return FullCatalogCase(rows, history, catalog, users, scores)
 
     return cases()
+
+
+#: Characters of user ids in :func:`candidate_lakes`: what hive folder names percent-encode
+#: (space, ``%``, ``/``, ``=``, ``#``, ``+``, ``?``), CSV quoting (``,``, ``"``), and non-ASCII.
+LAKE_USER_ALPHABET = 'a b%/=#+?,"é日'
+#: Files of a data lake a folder reader must skip: what Spark and Hadoop leave beside the data
+#: and mid-write. Each would change the result, or fail, if it were read.
+LAKE_JUNK = ("_temporary/0/part-00000.parquet", ".snapshot/s1/part-00000.parquet", "_SUCCESS",
+             ".part-00000.parquet.crc", "_metadata", "_temporary/0/_temporary/x.csv")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class LakeFile:
+    """One file of a :class:`CandidateLake`: its ``folder`` below the lake (``""`` or a hive
+    ``user_id=…`` folder), its ``name``, the ``lines`` it holds (as one DataFrame would hold
+    them after reading it), and how it is written: ``writer`` (``pyarrow``, ``pandas``,
+    ``csv``, ``csv.gz``), ``ids`` (``string``, ``large_string``, ``dictionary``; integer ids
+    are int64 for ``string``, else int32), ``label`` (``int8``, ``int64``, ``bool``), ``score`` (``float32``,
+    ``float64``), ``row_groups`` (pyarrow: the row group sizes, 0 for an empty group),
+    ``csv_style`` (``plain``, ``crlf``, ``bom``; ``empty``: a 0-byte file when it holds no
+    lines) and whether the hive column is left out of the file (``drop_user``)."""
+
+    folder: str
+    name: str
+    lines: pd.DataFrame
+    writer: str
+    ids: str
+    label: str
+    score: str
+    row_groups: tuple[int, ...]
+    csv_style: str
+    drop_user: bool
+
+    def write(self, root) -> None:
+        """Write the file below the lake folder ``root``."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        import pyarrow.parquet as pq
+
+        folder = root / self.folder
+        folder.mkdir(parents=True, exist_ok=True)
+        lines = self.lines.drop(columns="user_id") if self.drop_user else self.lines
+        path = folder / self.name
+        if self.writer.startswith("csv"):
+            if self.csv_style == "empty" and not len(lines):
+                path.write_bytes(b"")
+                return
+            text = lines.to_csv(index=False, lineterminator="\r\n" if self.csv_style == "crlf"
+                                else "\n")  # fmt: skip
+            data = (b"\xef\xbb\xbf" if self.csv_style == "bom" else b"") + text.encode()
+            if self.writer == "csv.gz":
+                import gzip
+
+                data = gzip.compress(data, mtime=0)
+            path.write_bytes(data)
+            return
+        lines = lines.astype({"label": {"bool": bool}.get(self.label, self.label),
+                              "score": self.score})  # fmt: skip
+        if self.writer == "pandas":  # pandas 3 writes text as large_string
+            text = [c for c in ("row", "user_id", "item_id") if c in lines and lines[c].dtype == object]
+            lines.astype(dict.fromkeys(text, "str")).to_parquet(path, index=False)
+            return
+        table = pa.Table.from_pandas(lines, preserve_index=False)
+        for c in ("row", "user_id", "item_id"):
+            if c not in table.column_names:
+                continue
+            i = table.schema.get_field_index(c)
+            if pa.types.is_integer(table.schema.field(c).type):
+                if self.ids != "string":
+                    table = table.set_column(i, c, pc.cast(table.column(c), pa.int32()))
+            elif self.ids == "large_string":
+                table = table.set_column(i, c, pc.cast(table.column(c), pa.large_string()))
+            elif self.ids == "dictionary":
+                table = table.set_column(i, c, pc.dictionary_encode(table.column(c)))
+        with pq.ParquetWriter(path, table.schema) as writer:
+            start = 0
+            for size in self.row_groups:
+                writer.write_table(table.slice(start, size))
+                start += size
+
+
+@dataclass(frozen=True)
+class CandidateLake:
+    """A folder of candidates files as data lakes and mixed writers leave them
+    (:func:`candidate_lakes`): :attr:`frame` is what a folder reader must read."""
+
+    files: tuple[LakeFile, ...]
+    junk: tuple[str, ...]
+
+    @property
+    def frame(self) -> pd.DataFrame:
+        """The lines of every file in name order (as :func:`tieaudit.evaluate` would read them
+        from one DataFrame)."""
+        from pathlib import PurePosixPath
+
+        ordered = sorted(self.files, key=lambda f: PurePosixPath(f.folder, f.name))
+        return pd.concat([f.lines for f in ordered], ignore_index=True)
+
+    def write(self, root) -> None:
+        """Write the lake into the folder ``root`` (a :class:`pathlib.Path`), with its junk:
+        files that must not be read (each would change the result or fail)."""
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        root.mkdir(parents=True, exist_ok=True)
+        for f in self.files:
+            f.write(root)
+        folders = sorted({f.folder for f in self.files})
+        for i, junk in enumerate(self.junk):
+            path = root / folders[i % len(folders)] / junk
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if path.suffix == ".parquet":  # every line again: duplicates if read
+                pq.write_table(pa.Table.from_pandas(self.frame, preserve_index=False), path)
+            elif path.suffix == ".csv":
+                path.write_text("row,user_id,item_id,label,score\nx,u,i,2,nan\n")
+            elif junk != "_SUCCESS":
+                path.write_bytes(b"PAR1 not data")
+            else:
+                path.write_bytes(b"")
+
+
+def candidate_lakes(*, max_rows: int = 6, max_len: int = 4,
+                    max_files: int = 3) -> st.SearchStrategy[CandidateLake]:  # fmt: skip
+    """:class:`CandidateLake` values: the rows of :func:`candidate_frames` (contiguous) written
+    to a folder, flat or hive-partitioned by user (``user_id=`` folders, their values
+    percent-encoded as pyarrow or Spark encode them, users from :data:`LAKE_USER_ALPHABET`),
+    each folder's lines cut anywhere (a row may go on in the next file, a file may be empty)
+    into up to ``max_files`` files, each written by its own writer with its own types
+    (:class:`LakeFile`); text or integer row and item ids; scores that float32 rounds; and
+    hidden and ``_`` junk (:data:`LAKE_JUNK`)."""
+    _require()
+    from urllib.parse import quote
+
+    @st.composite
+    def lakes(draw: st.DrawFn) -> CandidateLake:
+        frame = draw(candidate_frames(max_rows=max_rows, max_len=max_len, interleave=False))
+        users = sorted(set(frame["user_id"]))
+        names = draw(st.lists(st.text(LAKE_USER_ALPHABET, min_size=1, max_size=4),
+                              min_size=len(users), max_size=len(users), unique=True))  # fmt: skip
+        frame["user_id"] = frame["user_id"].map(dict(zip(users, names, strict=True)))
+        frame["score"] = frame["score"] * draw(st.sampled_from([1.0, 0.1, 1 / 3]))
+        numbers = draw(st.booleans())
+        if numbers:  # integer row and item ids (their text is what ranks them)
+            for c in ("row", "item_id"):
+                codes = {v: i for i, v in enumerate(pd.unique(frame[c]))}
+                base = draw(st.sampled_from([0, 7, 10**6]))
+                frame[c] = frame[c].map(codes).astype(np.int64) + base
+        partitioned = draw(st.booleans())
+        keep_space = draw(st.booleans())  # Spark leaves spaces as they are, pyarrow encodes them
+        groups = ([(f"user_id={quote(u, safe=' ' if keep_space else '')}", frame[frame["user_id"] == u])
+                   for u in pd.unique(frame["user_id"])] if partitioned else [("", frame)])  # fmt: skip
+        files = []
+        for folder, lines in groups:
+            n_files = draw(st.integers(1, max_files))
+            cuts = sorted(draw(st.lists(st.integers(0, len(lines)), min_size=n_files - 1,
+                                        max_size=n_files - 1)))  # fmt: skip
+            bounds = [0, *cuts, len(lines)]
+            for i in range(n_files):
+                part = lines.iloc[bounds[i] : bounds[i + 1]].reset_index(drop=True)
+                files.append(_lake_file(draw, folder, i, part, partitioned))
+        junk = draw(st.lists(st.sampled_from(LAKE_JUNK), unique=True, max_size=3))
+        return CandidateLake(tuple(files), tuple(junk))
+
+    return lakes()
+
+
+def _lake_file(draw, folder: str, i: int, lines: pd.DataFrame, partitioned: bool) -> LakeFile:
+    """One file of a lake: its writer and types drawn; ``lines`` as reading it gives them."""
+    writer = draw(st.sampled_from(["pyarrow", "pandas", "csv", "csv.gz"]))
+    score = "float64" if writer.startswith("csv") else draw(st.sampled_from(["float32", "float64"]))
+    if score == "float32":
+        lines = lines.assign(score=lines["score"].astype(np.float32).astype(np.float64))
+    sizes: list[int] = []
+    if writer == "pyarrow":  # row groups of drawn sizes, empty ones among them
+        bounds = [0, *draw(cut_points(len(lines), max_cuts=3)), len(lines)]
+        sizes = [b - a for a, b in zip(bounds, bounds[1:], strict=False)]
+        for _ in range(draw(st.integers(0, 2))):
+            sizes.insert(draw(st.integers(0, len(sizes))), 0)
+    ext = {"pyarrow": "parquet", "pandas": "parquet"}.get(writer, writer)
+    return LakeFile(
+        folder, f"part-{i:05d}.{ext}", lines, writer,
+        ids=draw(st.sampled_from(["string", "large_string", "dictionary"])),
+        label=draw(st.sampled_from(["int8", "int64", "bool"])), score=score,
+        row_groups=tuple(sizes), csv_style=draw(st.sampled_from(["plain", "crlf", "bom", "empty"])),
+        drop_user=partitioned and draw(st.booleans()),
+    )  # fmt: skip
