@@ -18,7 +18,7 @@ import pytest
 from tieaudit import evaluate
 from tieaudit import stream as stream_module
 from tieaudit.audit import audit
-from tieaudit.batches import RowKeys
+from tieaudit.batches import RowCheck, RowKeys, open_source
 from tieaudit.compare import compare
 from tieaudit.rules import parse_rules
 from tieaudit.rules import random as random_rule
@@ -72,8 +72,7 @@ def _recorded(monkeypatch) -> list[tuple[int, int]]:
     return seen
 
 
-def test_one_line_rows_get_smaller_chunks_as_seeds_and_measures_grow(tmp_path,
-                                                                    monkeypatch) -> None:  # fmt: skip
+def test_one_line_rows_get_fewer_a_chunk_as_seeds_and_measures_grow(tmp_path, monkeypatch) -> None:
     """With the same budget, 30,000 one-line rows are cut into chunks of fewer rows the more
     seeds and measures hash_mean keeps a row (a budget counted in lines gave one chunk to
     all three)."""
@@ -211,3 +210,16 @@ def test_row_keys_hold_no_python_object_a_row() -> None:
 
     assert _peak(make) / 200_000 < 150
     assert isinstance(keys.ids, pa.Array | pa.ChunkedArray) and len(keys.ids) == 200_000
+
+
+def test_the_row_check_merges_a_chunks_keys_in_one_copy() -> None:
+    """The row check's sorted keys of the rows read so far (8 bytes a row, outside the budget)
+    take one new copy to merge a chunk's in, not two (a sort of the two joined); the same
+    sorted keys."""
+    check = RowCheck(open_source(rows_frame(1, 1)))
+    rng = np.random.default_rng(5)
+    check.seen = np.sort(rng.integers(0, 2**63, size=10**6).astype(np.uint64))
+    keys = RowKeys.of(pa.table({"row": pa.array([f"r{i}" for i in range(10)])}))
+    want = np.sort(np.concatenate([check.seen, keys.keys]))
+    assert _peak(lambda: check.add_keys(keys, 0)) < 1.3 * check.seen.nbytes
+    np.testing.assert_array_equal(check.seen, want)

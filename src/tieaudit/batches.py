@@ -284,9 +284,10 @@ class RowKeys:
 class RowCheck:
     """Refuses a row that comes back after other rows were read (its lines not contiguous).
 
-    Keeps a sorted array of 64-bit hashes of the row ids already read (8 bytes a row; a chunk's
-    check costs a binary search of each of its rows and a merge of two sorted arrays); two
-    different row ids share a hash with a probability of about ``rows**2 / 2**65``.
+    Keeps a sorted array of 64-bit hashes of the row ids already read (8 bytes a row, beside any
+    memory budget; a chunk's check costs a binary search of each of its rows and a merge of two
+    sorted arrays, one new copy of them); two different row ids share a hash with a probability
+    of about ``rows**2 / 2**65``.
     """
 
     def __init__(self, source: Source) -> None:
@@ -302,13 +303,15 @@ class RowCheck:
         naming the first of them that was read before."""
         if rows is None:
             return
+        where = np.searchsorted(self.seen, rows.keys)
         if len(self.seen):
-            at = np.minimum(np.searchsorted(self.seen, rows.keys), len(self.seen) - 1)
+            at = np.minimum(where, len(self.seen) - 1)
             again = np.flatnonzero(self.seen[at] == rows.keys)
             if len(again):
                 i = int(again[np.argmin(rows.first[again])])
                 self._refuse(rows.ids[i].as_py(), int(rows.first[i]), offset)
-        self.seen = np.sort(np.concatenate([self.seen, rows.keys]), kind="stable")
+        # both sorted: merged into one new copy (a sort of the two joined made two)
+        self.seen = np.insert(self.seen, where, rows.keys)
 
     def _refuse(self, row: Any, pos: int, offset: int) -> None:
         unit = "line" if self.source.csv_path else "record"

@@ -93,9 +93,9 @@ from .sums import EXACT_RULE, Sums
 
 __all__ = [
     "Streamed", "evaluate_stream", "parse_memory", "chunk_lines", "DEFAULT_MEMORY",
-    "BYTES_PER_LINE", "ROW_BYTES", "PER_ROW_BYTES", "BASELINE", "MIN_LINES", "Progress", "map_chunks",
-    "check_options", "open_chunks", "chunk_table", "check_size", "Cost", "Budget", "chunk_budget",
-    "Merging",
+    "BYTES_PER_LINE", "ROW_BYTES", "PER_ROW_BYTES", "BASELINE", "READ_SHARE", "MIN_LINES",
+    "Progress", "map_chunks", "check_options", "open_chunks", "chunk_table", "check_size", "Cost",
+    "Budget", "chunk_budget", "Merging",
 ]  # fmt: skip
 
 #: The default memory budget of a process, in bytes.
@@ -154,7 +154,8 @@ class Cost:
 
     @classmethod
     def of(cls, rules: Iterable[str | TieRule], n_measures: int = len(DEFAULT_MEASURES),
-           n_seeds: int = DEFAULT_SEEDS, per_row: bool = False, share: int = 1) -> Cost:  # fmt: skip
+           n_seeds: int = DEFAULT_SEEDS, per_row: bool = False,
+           share: int = 1) -> Cost:  # fmt: skip
         """The cost of evaluating ``rules`` with ``n_measures`` measures and ``n_seeds`` seeds
         (``per_row``: keeping every row's values), ``share`` evaluations at once."""
         rs = parse_rules(rules)
@@ -166,7 +167,8 @@ class Cost:
 
 def _evaluated(rs: list[TieRule]) -> list[TieRule]:
     """The rules an evaluation of ``rs`` computes: ``rs``, ``expected`` beside a rule drawn per
-    seed (its ``z``), and the rules bounding a distribution (:meth:`tieaudit.sums.Sums.from_evaluation`)."""
+    seed (its ``z``), and the rules bounding a distribution
+    (:meth:`tieaudit.sums.Sums.from_evaluation`)."""
     out = list(rs)
     if any(r.spec.result is Result.SEEDS for r in out):
         out.append(EXACT_RULE)
@@ -277,10 +279,10 @@ def _evaluate_span(task: _Task, path: Path, name: str, span: Span, n_lines: int 
                               RowKeys | None, int] | None:  # fmt: skip
     """:func:`_evaluate_chunk` of the rows of ``span``, read here from the Parquet file ``path``
     (only the path and the span cross to a worker, only sums come back), in pieces that fit
-    ``task.budget`` (a span is planned by its lines: its rows are known once read), or the
-    chunk's error (else the sums, per-row values and number of pieces); with the keys that check
-    its rows against the earlier spans' (first: a row out of place explains the errors it
-    causes) and its record offset. ``None``: no row starts in it."""
+    ``task.budget`` (a row group over the budget alone is such a span), or the chunk's error
+    (else the sums, per-row values and number of pieces); with the keys that check its rows
+    against the earlier spans' (first: a row out of place explains the errors it causes) and
+    its record offset. ``None``: no row starts in it."""
     chunk, offset = read_span(path, span)
     if chunk is None:
         return None
@@ -416,7 +418,7 @@ def evaluate_stream(
 
     path = source.parquet_path
     # a Parquet file whose row groups each hold at most a chunk's lines is read by row groups
-    by_groups = path is not None and budget is not None and plan_spans(path, budget.lines) is not None
+    by_groups = bool(path and budget and plan_spans(path, budget.lines))
     if by_groups:
         task = replace(task, budget=budget)
     try:

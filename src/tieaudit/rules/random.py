@@ -32,8 +32,8 @@ permutation (another draw of the same rule, so they moved; see the changelog).
 
 On a summary table the stored order of a row's tie group is known only through the relevant
 item's place ``p`` in it (``before:input_order``), so the shuffle is drawn per row, a seeded
-rotation of the group's places (:func:`summary_random_before`); it is then not the ``random:SEED`` of the stored full table
-(``summary_exact`` is False).
+rotation of the group's places (:func:`summary_random_before`); it is then not the
+``random:SEED`` of the stored full table (``summary_exact`` is False).
 """
 
 from __future__ import annotations
