@@ -66,27 +66,29 @@ CATALOG = 1_000_000
 K = 10
 
 
-def make_file(path: Path, n_lines: int, seed: int = 0, score_seed: int | None = None) -> None:
-    """Write the tie-heavy file of ``n_lines`` lines (a multiple of 100) block by block; with
-    ``score_seed``, the same rows, items and relevant items scored by another model."""
-    n_rows = n_lines // N_CANDIDATES
+def make_file(path: Path, n_lines: int, seed: int = 0, score_seed: int | None = None,
+              per_row: int = N_CANDIDATES) -> None:  # fmt: skip
+    """Write the tie-heavy file of ``n_lines`` lines (a multiple of ``per_row``, the candidates
+    of a row) block by block; with ``score_seed``, the same rows, items and relevant items
+    scored by another model."""
+    n_rows = n_lines // per_row
     rng = np.random.default_rng(seed)
     other = None if score_seed is None else np.random.default_rng([seed, score_seed])
     schema = pa.schema([("row", pa.int64()), ("user_id", pa.int64()), ("item_id", pa.int64()),
                         ("label", pa.int8()), ("score", pa.int64())])  # fmt: skip
     tmp = path.with_suffix(".tmp")
     with pq.ParquetWriter(tmp, schema) as writer:
-        per_block = ROW_GROUP // N_CANDIDATES
+        per_block = ROW_GROUP // per_row
         for lo in range(0, n_rows, per_block):
             w = min(per_block, n_rows - lo)
-            levels = _levels(rng, w)
+            levels = _levels(rng, w, per_row)
             if other is not None:  # the first model's draws keep the items the same
-                levels = _levels(other, w)
+                levels = _levels(other, w, per_row)
             # distinct items within a row: a random start and stride over the catalogue
             start = rng.integers(0, CATALOG, size=(w, 1))
-            items = (start + np.arange(N_CANDIDATES) * 7919) % CATALOG
-            rows = np.repeat(np.arange(lo, lo + w), N_CANDIDATES)
-            labels = np.zeros((w, N_CANDIDATES), dtype=np.int8)
+            items = (start + np.arange(per_row) * 7919) % CATALOG
+            rows = np.repeat(np.arange(lo, lo + w), per_row)
+            labels = np.zeros((w, per_row), dtype=np.int8)
             labels[:, 0] = 1
             writer.write_table(pa.table({"row": rows, "user_id": rows // 2,
                                          "item_id": items.ravel(), "label": labels.ravel(),
@@ -94,10 +96,10 @@ def make_file(path: Path, n_lines: int, seed: int = 0, score_seed: int | None = 
     tmp.replace(path)
 
 
-def _levels(rng: np.random.Generator, w: int) -> np.ndarray:
-    """Scores of ``w`` rows: 5 levels, 70% zeros, the relevant item (first) one level up half of
-    the time."""
-    levels = rng.choice(5, p=[0.7, 0.12, 0.09, 0.06, 0.03], size=(w, N_CANDIDATES))
+def _levels(rng: np.random.Generator, w: int, per_row: int = N_CANDIDATES) -> np.ndarray:
+    """Scores of ``w`` rows of ``per_row`` candidates: 5 levels, 70% zeros, the relevant item
+    (first) one level up half of the time."""
+    levels = rng.choice(5, p=[0.7, 0.12, 0.09, 0.06, 0.03], size=(w, per_row))
     levels[:, 0] = np.minimum(levels[:, 0] + rng.integers(0, 2, size=w), 4)
     return levels
 

@@ -5,11 +5,13 @@ key on lines (:func:`tie_key`); a rank is found by sorting the row with Python's
 (score descending, rule key); a measure is computed from its textbook formula on the ranked 0/1
 relevance flags; the expected value is the average over every order of every tie group
 (``itertools.permutations``). The only library code used is ``hash_key``, the documented
-pure-Python reference of the hash rules (pinned in test_hashing).
+pure-Python reference of the hash rules (pinned in test_hashing); ``random:SEED``'s keyed
+permutation is written out here again from its definition (:func:`random_positions`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import math
 from collections import Counter, defaultdict
@@ -63,8 +65,8 @@ def totals_of(frame: pd.DataFrame) -> dict[str, int]:
 def tie_key(rule: str, n_lines: int | None = None) -> Callable[[Line], Any]:
     """The documented order of ``rule`` among equal scores, as a sort key on lines.
 
-    ``random:SEED`` shuffles the table's ``n_lines`` stored positions with
-    ``numpy.random.default_rng(SEED).permutation`` and orders by the shuffled position.
+    ``random:SEED`` orders by each line's place in the keyed permutation of the table's
+    ``n_lines`` stored positions (:func:`random_positions`).
     """
     kind, _, arg = rule.partition(":")
     if kind == "input_order":
@@ -83,9 +85,45 @@ def tie_key(rule: str, n_lines: int | None = None) -> Callable[[Line], Any]:
         seed = int(arg)
         return lambda ln: (hash_key(seed, ln.user, ln.item), ln.item)
     if kind == "random" and n_lines is not None:
-        where = {int(src): j for j, src in enumerate(np.random.default_rng(int(arg)).permutation(n_lines))}  # fmt: skip
+        where = random_positions(int(arg), n_lines)
         return lambda ln: where[ln.idx]
     raise AssertionError(f"no reference order for {rule!r}")
+
+
+def _splitmix(x: int) -> int:
+    m = (1 << 64) - 1
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & m
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & m
+    return x ^ (x >> 31)
+
+
+def random_positions(seed: int, n: int) -> list[int]:
+    """Where each of ``n`` lines lands under ``random:SEED``, from the rule's definition
+    (tieaudit.rules.random): the permutation of ``0 .. 2**b - 1`` an eight-round Feistel network
+    with SHA-256 round keys makes, written out whole, then each line's cycle followed until it
+    comes back below ``n``."""
+    if n == 1:
+        return [0]
+    b = (n - 1).bit_length()
+    keys = [int.from_bytes(hashlib.sha256(f"random\x1f{seed}\x1f{i}".encode()).digest()[:8],
+                           "little") % 2**63 for i in range(8)]  # fmt: skip
+    widths = [-(-b // 2) if i % 2 == 0 else b // 2 for i in range(8)]
+
+    def feistel(x: int) -> int:
+        for key, w in zip(keys, widths, strict=True):
+            hi, lo = divmod(x, 2 ** (b - w))
+            x = lo * 2**w + (hi ^ _splitmix(lo ^ key)) % 2**w
+        return x
+
+    perm = [feistel(x) for x in range(2**b)]
+    assert sorted(perm) == list(range(2**b))  # each round is a bijection
+    out = []
+    for line in range(n):
+        x = perm[line]
+        while x >= n:
+            x = perm[x]
+        out.append(x)
+    return out
 
 
 Key = Callable[[Line], Any]

@@ -27,8 +27,9 @@ from tieaudit.compare import ModelRows, compare, negatives_note, orderings, rank
 from tieaudit.rules import rule_kinds
 from tieaudit.rules import parse_rules
 from tieaudit.stream import (
+    Cost,
     Progress,
-    budget_lines,
+    chunk_budget,
     chunk_lines,
     evaluate_stream,
     map_chunks,
@@ -287,11 +288,13 @@ def test_a_parquet_file_is_read_by_row_groups_in_each_process(tmp_path) -> None:
                                                    for i, (t, _) in enumerate(got))  # fmt: skip
     want = evaluate(frame, MEASURES, RULES, n_seeds=3)
     one = evaluate_stream(path, MEASURES, RULES, n_seeds=3, memory="1KB", per_row=True)
-    assert one.n_chunks == len(got)
+    assert one.n_chunks > 1  # spans of whole row groups, planned as their rows are seen
     assert_same_summary(one.summary(), want.summary())
     pd.testing.assert_frame_equal(one.per_row(), want.per_row())
-    two = evaluate_stream(path, MEASURES, RULES, n_seeds=3, memory="1KB", jobs=2)
+    # (per-row values cost memory: the same chunks need the same per_row)
+    two = evaluate_stream(path, MEASURES, RULES, n_seeds=3, memory="1KB", jobs=2, per_row=True)
     assert_same_summary(two.summary(), one.summary(), exact=True)
+    pd.testing.assert_frame_equal(two.per_row(), one.per_row())
 
 
 def test_a_row_seen_again_in_a_later_span_is_refused(tmp_path) -> None:
@@ -325,12 +328,13 @@ def test_memory_budget() -> None:
     assert chunk_lines(parse_memory("2GB")) > chunk_lines(parse_memory("1GB")) >= 1000
     got = evaluate_stream(tie_frame(), ["HR@2"], ["expected"], memory="1KB")  # 1000 lines
     assert got.n_chunks == 1 and got.max_lines == 1000
-    # random:SEED keeps each line's shuffled position (4 bytes) while the chunks are evaluated
     rules = parse_rules(["input_order", "random:3"])
-    assert budget_lines("1GB", rules, 10**8) == chunk_lines(10**9 - 4 * 10**8)
-    assert budget_lines("1GB", rules[:1], 10**8) == chunk_lines(10**9)
-    assert budget_lines("1GB", rules[:1], 10**8, share=3) == chunk_lines(10**9) // 3
-    assert budget_lines(None, rules, 10**8) is None
+    one = Cost.of(rules[:1], 1, 1)
+    assert chunk_budget("1GB", rules[:1], 10**8, one).lines == chunk_lines(10**9)
+    three = Cost.of(rules[:1], 1, 1, share=3)
+    assert three == Cost(3 * one.line, 3 * one.row)
+    assert chunk_budget("1GB", rules[:1], 10**8, three).lines == chunk_lines(10**9) // 3
+    assert chunk_budget(None, rules, 10**8, one) is None
 
 
 def test_cli_streams_and_refuses(tmp_path, capsys) -> None:

@@ -59,7 +59,7 @@ from .measures import DEFAULT_MEASURES, Measure, parse_measure, parse_measures
 from .partvalues import RowValues, concatenated, merged_sums, row_values
 from .rules import DEFAULT_RULES, Result, TieRule, parse_rules
 from .precision import cast_table, parse_precision
-from .stream import Progress, check_options, chunk_table, map_chunks, open_chunks
+from .stream import Cost, Merging, Progress, check_options, chunk_table, map_chunks, open_chunks
 from .sums import Sums
 from .ties import storage_shares, structure_type
 
@@ -911,7 +911,7 @@ def audit(
     candidates files or a glob, a pandas or polars DataFrame, a pyarrow Table or dataset, a
     :class:`CandidateTable`). With ``chunk_rows``, ``memory`` or ``jobs > 1`` it is read and
     audited in chunks of whole rows as :func:`tieaudit.stream.evaluate_stream` reads it (an
-    audit takes :data:`AUDIT_SHARE` times an evaluation's memory per line): the chunks'
+    audit takes :data:`AUDIT_SHARE` times an evaluation's memory per line and per row): the chunks'
     :class:`AuditSums` merged in row order give the result, with no in-memory ``evaluation``.
     The shuffles draw one number per stored line from generators placed at each chunk's first
     line, so every row is permuted as in the whole table, and chunks of either kind of table
@@ -937,8 +937,9 @@ def audit(
     return _audit_in_chunks(data, task, finish, chunk_rows, memory, jobs, progress)
 
 
-#: What auditing a chunk takes against evaluating it, per line: the evaluation of the stored
-#: order and that of one permutation at a time, with their tables (see benchmarks/bench_stream.py).
+#: What auditing a chunk takes against evaluating it, per line and per row: the evaluation of
+#: the stored order and that of one permutation at a time, with their tables (see
+#: benchmarks/bench_stream.py).
 AUDIT_SHARE = 3
 
 
@@ -970,15 +971,16 @@ def _audit_in_chunks(data: object, task: _AuditTask, finish: dict[str, Any],
     rs = check_options(task.measures, task.rules, task.n_seeds, chunk_rows, jobs)[1]
     if isinstance(data, CandidateTable):
         return _audit_chunk(task, data, data.source, None).result(**finish)
-    source, chunks, _ = open_chunks(data, rs, chunk_rows, memory, AUDIT_SHARE)
+    cost = Cost.of(rs, len(task.measures), task.n_seeds, share=AUDIT_SHARE)
+    source, chunks, _ = open_chunks(data, rs, chunk_rows, memory, cost)
     first = next(chunks, None)
     if first is None:
         raise CandidateError(f"{source.name}: no candidates (the table is empty)")
-    parts: list[AuditSums] = []
+    parts = Merging(AuditSums.merge)
     bar = Progress(source.n_lines, "audit", enabled=progress)
 
     def keep(part: AuditSums, lines: int) -> None:
-        parts.append(part)
+        parts.add(part)
         bar.update(lines)
 
     items = (((chunk, source.name, source.where(offset), (offset, source.n_lines)), chunk.num_rows)
@@ -987,5 +989,4 @@ def _audit_in_chunks(data: object, task: _AuditTask, finish: dict[str, Any],
         map_chunks(_audit_chunk, task, items, jobs, keep)
     finally:
         bar.close()
-    merged = functools.reduce(AuditSums.merge, parts)
-    return merged.result(**finish, n_chunks=len(parts))
+    return parts.total.result(**finish, n_chunks=parts.n)

@@ -58,6 +58,8 @@ __all__ = [
 
 #: Lines per record batch read from a file (a chunk is one batch or more).
 BATCH_LINES = 1 << 16
+#: Row ids hashed at a time by :class:`RowKeys` (each a Python string while it is hashed).
+_HASHED = 1 << 16
 _GLOB = set("*?[")
 
 
@@ -405,7 +407,8 @@ def _row_starts(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
 class RowChunks:
     """Chunks of whole rows taken one at a time from record batches (:meth:`next`), each with its
     record offset: a chunk ends where a new row starts, after ``max_rows`` rows, or before
-    ``max_lines`` lines are passed (a longer row is a chunk of its own); no limit: all the rest.
+    ``max_lines`` lines are passed, each row counting ``row_lines`` lines more than it holds (a
+    longer row is a chunk of its own); no limit: all the rest.
     A row is its run of consecutive lines with one row id. Several sources read side by side
     take chunks of the same number of rows from each."""
 
@@ -446,12 +449,13 @@ class RowChunks:
         self.offset += cut
         return chunk, offset
 
-    def next(self, max_rows: int | None = None,
-             max_lines: int | None = None) -> tuple[pa.Table, int] | None:  # fmt: skip
+    def next(self, max_rows: int | None = None, max_lines: int | None = None,
+             row_lines: float = 0.0) -> tuple[pa.Table, int] | None:  # fmt: skip
         """The next chunk and its record offset (``None`` when every line was taken)."""
         while True:
             if self._starts:
-                cut = _cut(np.concatenate(self._starts), self._n_pending, max_rows, max_lines)
+                cut = _cut(np.concatenate(self._starts), self._n_pending, max_rows, max_lines,
+                           row_lines)  # fmt: skip
                 if cut is not None:
                     return self._take(cut)
             if not self._read():
@@ -473,23 +477,24 @@ def row_ids(chunk: pa.Table) -> tuple[list[Any], np.ndarray]:
 
 def whole_rows(
     batches: Iterator[pa.RecordBatch | pa.Table], max_rows: int | None = None,
-    max_lines: int | None = None,
+    max_lines: int | None = None, row_lines: float = 0.0,
 ) -> Iterator[tuple[pa.Table, int]]:
     """Chunks of whole rows and the record offset of each (:class:`RowChunks`)."""
     rows = RowChunks(batches)
-    while (chunk := rows.next(max_rows, max_lines)) is not None:
+    while (chunk := rows.next(max_rows, max_lines, row_lines)) is not None:
         yield chunk
 
 
-def _cut(starts: np.ndarray, n_lines: int, max_rows: int | None,
-         max_lines: int | None) -> int | None:
+def _cut(starts: np.ndarray, n_lines: int, max_rows: int | None, max_lines: int | None,
+         row_lines: float = 0.0) -> int | None:  # fmt: skip
     """Where to end the next chunk of ``n_lines`` pending lines whose rows start at ``starts``
-    (``None``: read on)."""
+    (``None``: read on); a chunk of ``j`` rows ending at ``starts[j]`` counts ``starts[j] + j *
+    row_lines`` lines against ``max_lines``."""
     cuts = []
     if max_rows is not None and len(starts) > max_rows:
         cuts.append(int(starts[max_rows]))
-    if max_lines is not None and n_lines > max_lines:
-        fits = starts[(starts > 0) & (starts <= max_lines)]
+    if max_lines is not None and n_lines + row_lines * len(starts) > max_lines:
+        fits = starts[(starts > 0) & (starts + row_lines * np.arange(len(starts)) <= max_lines)]
         if len(fits):
             cuts.append(int(fits[-1]))
         elif len(starts) > 1:  # the first row alone is longer than max_lines
@@ -500,11 +505,11 @@ def _cut(starts: np.ndarray, n_lines: int, max_rows: int | None,
 @dataclass(frozen=True)
 class RowKeys:
     """The distinct row ids of a chunk as :class:`RowCheck` needs them (small, picklable):
-    ``keys`` the 64-bit hashes of their text, sorted; ``ids`` and ``first`` (the line of the
-    chunk each first appears on) in the same order."""
+    ``keys`` the 64-bit hashes of their text, sorted; ``ids`` (an Arrow array: no Python object
+    a row) and ``first`` (the line of the chunk each first appears on) in the same order."""
 
     keys: np.ndarray
-    ids: list[Any]
+    ids: pa.Array | pa.ChunkedArray
     first: np.ndarray
 
     @classmethod
@@ -520,19 +525,22 @@ class RowKeys:
             text = runs if pa.types.is_string(runs.type) else pc.cast(runs, pa.string())
         except (pa.ArrowNotImplementedError, pa.ArrowTypeError, pa.ArrowInvalid):
             return None
-        hashes = pd.util.hash_array(text.to_numpy(zero_copy_only=False))
+        hashes = np.concatenate([  # in blocks: a Python string at a time for few rows
+            pd.util.hash_array(text.slice(i, _HASHED).to_numpy(zero_copy_only=False))
+            for i in range(0, len(text), _HASHED)])  # fmt: skip
         keys, at = np.unique(hashes, return_index=True)  # a row's first run
         valid = ~pc.is_null(text).to_numpy(zero_copy_only=False)[at]
         at = at[valid]
-        return cls(keys[valid], pc.take(runs, pa.array(at)).to_pylist(), starts[at])
+        return cls(keys[valid], pc.take(runs, pa.array(at)), starts[at])
 
 
 class RowCheck:
     """Refuses a row that comes back after other rows were read (its lines not contiguous).
 
-    Keeps a sorted array of 64-bit hashes of the row ids already read (8 bytes a row; a chunk's
-    check costs a binary search of each of its rows and a merge of two sorted arrays); two
-    different row ids share a hash with a probability of about ``rows**2 / 2**65``.
+    Keeps a sorted array of 64-bit hashes of the row ids already read (8 bytes a row, beside any
+    memory budget; a chunk's check costs a binary search of each of its rows and a merge of two
+    sorted arrays, one new copy of them); two different row ids share a hash with a probability
+    of about ``rows**2 / 2**65``.
     """
 
     def __init__(self, source: Source) -> None:
@@ -548,13 +556,15 @@ class RowCheck:
         naming the first of them that was read before."""
         if rows is None:
             return
+        where = np.searchsorted(self.seen, rows.keys)
         if len(self.seen):
-            at = np.minimum(np.searchsorted(self.seen, rows.keys), len(self.seen) - 1)
+            at = np.minimum(where, len(self.seen) - 1)
             again = np.flatnonzero(self.seen[at] == rows.keys)
             if len(again):
                 i = int(again[np.argmin(rows.first[again])])
-                self._refuse(rows.ids[i], int(rows.first[i]), offset)
-        self.seen = np.sort(np.concatenate([self.seen, rows.keys]), kind="stable")
+                self._refuse(rows.ids[i].as_py(), int(rows.first[i]), offset)
+        # both sorted: merged into one new copy (a sort of the two joined made two)
+        self.seen = np.insert(self.seen, where, rows.keys)
 
     def _refuse(self, row: Any, pos: int, offset: int) -> None:
         where = name_records(self.source.name, np.array([pos]), self.source.where(offset))

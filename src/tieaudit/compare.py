@@ -31,7 +31,6 @@ Outputs are tidy frames (:func:`ranking_flips`, :func:`orderings`) and Markdown
 
 from __future__ import annotations
 
-import functools
 import itertools
 import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -49,10 +48,12 @@ from .io import frame_to_markdown
 from .measures import Measure, parse_measure, parse_measures
 from .rules import TieRule
 from .stream import (
+    Cost,
+    Merging,
     Progress,
     check_options,
-    budget_lines,
     check_size,
+    chunk_budget,
     chunk_table,
     map_chunks,
 )
@@ -429,16 +430,17 @@ def compare(
     sources = [open_source(d) for d in data]
     if whole:  # each chunk's place in the whole shuffle needs the number of lines
         sources = [src.counted() for src in sources]
-    max_lines = None if chunk_rows is not None else budget_lines(
-        memory, rs, sources[0].n_lines, max(1, len(sources)))  # fmt: skip
+    cost = Cost.of(rs, len(ms), n_seeds, share=max(1, len(sources)))  # every model's chunk at once
+    budget = None if chunk_rows is not None else chunk_budget(memory, rs, sources[0].n_lines, cost)
+    max_lines, row_lines = (budget.lines, budget.row_lines) if budget else (None, 0.0)
     readers = [RowChunks(src.batches()) for src in sources]
     checks = [RowCheck(src) for src in sources]
-    parts: list[CompareSums] = []
+    parts = Merging(CompareSums.merge)
     bar = Progress(sources[0].n_lines, "compare", enabled=progress)
 
     def items() -> Iterator[tuple[tuple, int]]:
         n = 0
-        while (first := readers[0].next(chunk_rows, max_lines)) is not None:
+        while (first := readers[0].next(chunk_rows, max_lines, row_lines)) is not None:
             n += 1
             # all of the first input in one chunk: all of the others too, paired as in memory
             rows = None if n == 1 and readers[0].done() else len(row_ids(first[0])[0]) or None
@@ -461,21 +463,21 @@ def compare(
                            [names[0], name])  # fmt: skip
 
     def keep(part: CompareSums, lines: int) -> None:
-        parts.append(part)
+        parts.add(part)
         bar.update(lines)
 
     try:
         map_chunks(_compare_chunk, task, items(), jobs, keep)
     finally:
         bar.close()
-    if not parts:
+    if parts.total is None:
         raise CandidateError(f"{sources[0].name}: no candidates (the table is empty)")
-    sums = functools.reduce(CompareSums.merge, parts)
+    sums = parts.total
     rule_names = [str(r) for r in rs]
     flips = sums.flips(rule_names)
     order = orderings(sums.models(), list(dict.fromkeys(flips["metric"])),
                       [*dict.fromkeys([*rule_names, "expected"])])  # fmt: skip
-    return Compared(sums, flips, order, sums.note(), len(parts))
+    return Compared(sums, flips, order, sums.note(), parts.n)
 
 
 def _sign(x: float) -> int:

@@ -125,17 +125,15 @@ class _Run:
             ranks = self.capped(seed_ranks.astype(np.int64, copy=False))
         else:
             ranks = self.capped(self.ordered.g + 1 + self.ordered.before(rule, seeds))
+        if kind.result is Result.SEEDS:  # one measure's (seeds, rows) values at a time
+            values, sums, means = {}, {}, {}
+            for m in self.measures:
+                (v,) = row_values(self.structure, ranks, [m], self.size).values()
+                values[m], sums[m] = v.mean(axis=0), v.sum(axis=1)
+                means[m] = sums[m] / v.shape[1]
+                del v
+            return RuleResult(rule, values, ranks, means, seeds=seeds, seed_sums=sums)
         per = row_values(self.structure, ranks, self.measures, self.size)
-        if kind.result is Result.SEEDS:
-            sums = {m: v.sum(axis=1) for m, v in per.items()}
-            return RuleResult(
-                rule,
-                {m: v.mean(axis=0) for m, v in per.items()},
-                ranks,
-                {m: sums[m] / v.shape[1] for m, v in per.items()},
-                seeds=seeds,
-                seed_sums=sums,
-            )
         return RuleResult(rule, {m: v[0] for m, v in per.items()}, ranks, seeds=seeds)
 
 

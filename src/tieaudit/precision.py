@@ -141,16 +141,17 @@ def _tied_rows(table: CandidateTable) -> int:
     return int((ts.t[ts.first[has]] > 1).sum())
 
 
-def _tables(data: Any, memory: int | str | None,
-            chunk_rows: int | None) -> Iterator[CandidateTable]:  # fmt: skip
+def _tables(data: Any, memory: int | str | None, chunk_rows: int | None,
+            n_measures: int) -> Iterator[CandidateTable]:  # fmt: skip
     """The chunks of whole rows of ``data`` (a :class:`CandidateTable`: itself, one chunk)."""
     from .rules import parse_rules
-    from .stream import chunk_table, open_chunks
+    from .stream import Cost, chunk_table, open_chunks
 
     if isinstance(data, CandidateTable):
         yield data
         return
-    source, chunks, _ = open_chunks(data, parse_rules(_CAST_RULES), chunk_rows, memory)
+    rs = parse_rules(_CAST_RULES)
+    source, chunks, _ = open_chunks(data, rs, chunk_rows, memory, Cost.of(rs, n_measures))
     for chunk, offset in chunks:
         yield chunk_table(chunk, source.name, source.where(offset), (offset, source.n_lines))
 
@@ -177,7 +178,7 @@ def cast_summary(data: Any, precisions: Iterable[str], measures: Iterable[str | 
     tied = [0] * len(levels)
     sums: list[list[Sums]] = [[] for _ in levels]
     source = getattr(data, "source", str(data))
-    for table in _tables(data, memory, chunk_rows):
+    for table in _tables(data, memory, chunk_rows, len(ms)):
         casts = [cast_table(table, p) for p in levels]  # a table it cannot cast: refused first
         for i, cast in enumerate(casts):
             tied[i] += _tied_rows(cast)

@@ -1,13 +1,39 @@
 """``random:SEED``: a seeded shuffle of the stored order, then a stable sort by score.
 
-The common "fix" for ties that still depends on row order: the shuffle
-(``numpy.random.default_rng(SEED).permutation`` of the table's stored positions) permutes
-positions, so where a candidate was stored still decides where it lands.
+The common "fix" for ties that still depends on row order: the shuffle permutes the stored
+positions of the whole table's lines, so where a candidate was stored still decides where it
+lands.
+
+The shuffle is a keyed pseudo-random permutation of the table's ``n`` line numbers
+``0 .. n - 1`` (:func:`shuffled_positions`), computed for any line without drawing the others:
+a chunk of rows (:mod:`tieaudit.stream`) computes its own lines' positions, in memory per
+chunk and per line, never per table. Definition (integers; ``mix`` is the splitmix64 finaliser
+of :mod:`tieaudit.hashing`, modulo 2**64)::
+
+    b         = bit length of n - 1          (n >= 2; one line: position 0)
+    K_i       = make_seed("random", SEED, i)  for the rounds i = 0 .. 7  (tieaudit.seeds)
+    round i   : w = ceil(b / 2) for even i, floor(b / 2) for odd i; v = b - w
+                lo = x mod 2**v,  hi = x >> v
+                x  = lo * 2**w + ((hi XOR mix(lo XOR K_i)) mod 2**w)
+    P(x)      = x after rounds 0 .. 7        (a Feistel network: a bijection of 0 .. 2**b - 1)
+    pos(line) = the first of P(line), P(P(line)), ... below n   (cycle walking: 2**b < 2n)
+
+``pos`` is a bijection of ``0 .. n - 1`` (cycle walking restricts a permutation of the larger
+range to the smaller one), keyed by the seed through SHA-256 round keys; eight rounds of a
+Feistel network with keyed round functions are a pseudo-random permutation, as uniform as a
+shuffle drawn from a generator for any use here (``tests/test_random_rule.py`` checks that it
+is a bijection and that a line's place among a few is uniform over seeds). Lines are then
+ordered among equal scores by ``pos`` ascending, so the rule is what it was: a seeded uniformly
+random permutation of the stored lines of the whole table, then a stable sort. Up to 0.1.0 the
+permutation was ``numpy.random.default_rng(SEED).permutation(n)``, drawn whole for every table
+(4 bytes a line of the whole input, kept while its chunks were evaluated, and redrawn per chunk
+by a second seed): since then a stored table's ``random:SEED`` numbers are those of this keyed
+permutation (another draw of the same rule, so they moved; see the changelog).
 
 On a summary table the stored order of a row's tie group is known only through the relevant
 item's place ``p`` in it (``before:input_order``), so the shuffle is drawn per row, a seeded
-rotation of the group's places (:func:`summary_random_before`); it is then not the ``random:SEED`` of the stored full table
-(``summary_exact`` is False).
+rotation of the group's places (:func:`summary_random_before`); it is then not the
+``random:SEED`` of the stored full table (``summary_exact`` is False).
 """
 
 from __future__ import annotations
@@ -18,7 +44,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..hashing import pair_keys, seeded_keys
+from ..hashing import _mix_int, mix64, pair_keys, seeded_keys
+from ..seeds import make_seed
 from .base import RefLine, RuleKind, TieRule, register
 from .hashed import hash_codes
 
@@ -26,19 +53,72 @@ if TYPE_CHECKING:
     from ..candidates import CandidateTable
     from ..ties import StoredTies, SummaryTies
 
-__all__ = ["summary_random_before", "RANDOM"]
+__all__ = ["summary_random_before", "shuffled_positions", "shuffled_position", "RANDOM"]
+
+#: Rounds of the Feistel network behind :func:`shuffled_positions`.
+ROUNDS = 8
 
 
-@functools.lru_cache(maxsize=1)  # the chunks of one table share it
-def _positions(seed: int, n_lines: int) -> np.ndarray:
-    """Each line's position after the seeded shuffle of ``n_lines`` stored positions (4 bytes a
-    line below 2**32 lines: a streamed table keeps them while its chunks are evaluated)."""
-    order = np.random.default_rng(seed).permutation(n_lines)
-    position = np.empty(n_lines, dtype=np.uint32 if n_lines < 2**32 else np.int64)
-    position[order] = np.arange(n_lines, dtype=position.dtype)
-    del order
-    position.flags.writeable = False
-    return position
+@functools.lru_cache(maxsize=64)  # per seed: every chunk of every table reuses them
+def _round_keys(seed: int) -> tuple[int, ...]:
+    """``K_i = make_seed("random", SEED, i)`` for the rounds (see the module docstring)."""
+    return tuple(make_seed("random", seed, i) for i in range(ROUNDS))
+
+
+def _widths(n: int) -> tuple[int, int]:
+    """The bit length ``b`` of the Feistel range for ``n`` lines and the top width of even
+    rounds, ``ceil(b / 2)``."""
+    b = (n - 1).bit_length()
+    return b, (b + 1) // 2
+
+
+def shuffled_position(seed: int, n: int, line: int) -> int:
+    """``pos(line)``: where line ``line`` of ``n`` lands in the shuffle ``random:SEED``, the
+    pure-Python reference of :func:`shuffled_positions` (see the module docstring)."""
+    if not 0 <= line < n:
+        raise ValueError(f"line {line} is outside 0 .. {n - 1}")
+    b, top = _widths(n)
+    keys = _round_keys(int(seed))
+    x = line
+    while True:
+        for i, key in enumerate(keys):
+            w = top if i % 2 == 0 else b - top
+            v = b - w
+            lo, hi = x & ((1 << v) - 1), x >> v
+            x = (lo << w) | ((hi ^ _mix_int(lo ^ key)) & ((1 << w) - 1))
+        if x < n:
+            return x
+
+
+def shuffled_positions(seed: int, n: int, lines: np.ndarray) -> np.ndarray:
+    """``pos`` of every line number of ``lines`` (each in ``0 .. n - 1``) in the shuffle of
+    ``n`` lines ``random:SEED`` draws, as int64 (vectorised :func:`shuffled_position`): memory
+    and time per line asked for, whatever ``n``."""
+    lines = np.asarray(lines)
+    out = lines.astype(np.uint64)  # a copy: walked in place
+    if n <= 1 or not len(out):
+        return out.astype(np.int64)
+    b, top = _widths(n)
+    keys = [np.uint64(k) for k in _round_keys(int(seed))]
+    todo = np.arange(len(out))
+    x = out
+    while True:
+        for i, key in enumerate(keys):
+            w = top if i % 2 == 0 else b - top
+            v = np.uint64(b - w)
+            lo = x & np.uint64((1 << (b - w)) - 1)
+            f = lo ^ key
+            mix64(f, out=f)
+            f ^= x >> v
+            f &= np.uint64((1 << w) - 1)
+            lo <<= np.uint64(w)
+            x = lo | f
+        out[todo] = x
+        outside = x >= np.uint64(n)
+        if not outside.any():
+            return out.astype(np.int64)
+        todo = todo[outside]
+        x = x[outside]
 
 
 def _summary_before(ties: SummaryTies, seed: int) -> np.ndarray:
@@ -85,13 +165,24 @@ class Random(RuleKind):
     invariant = False
     summary_exact = False
     whole_table = True
-    table_bytes = 4  # each line's shuffled position (_positions)
 
     def line_key(self, ties: StoredTies, seed: int | None) -> np.ndarray:
         # a chunk of a larger table (tieaudit.stream) takes its lines' places in the whole shuffle
         table = ties.table
-        total = table.lines_total if table.lines_total is not None else table.n_candidates
-        return _positions(int(seed or 0), total)[table.line_offset:][: table.n_candidates]
+        lines = table.line_offset + np.arange(table.n_candidates, dtype=np.int64)
+        return shuffled_positions(int(seed or 0), _total(table), lines)
+
+    def stored_before(self, ties: StoredTies, seeds: Sequence[int]) -> np.ndarray:
+        """The positions of the lines compared only: the relevant items and their tie members."""
+        ties.require_members()
+        table = ties.table
+        total, offset = _total(table), table.line_offset
+        out = []
+        for seed in seeds or [0]:
+            rel = shuffled_positions(int(seed), total, offset + ties.pos)
+            members = shuffled_positions(int(seed), total, offset + ties.others)
+            out.append(ties.count_before(members < rel[ties.other_rel]))
+        return np.stack(out)
 
     def summary_before(self, ties: SummaryTies, seeds: Sequence[int]) -> np.ndarray:
         return np.stack([_summary_before(ties, s) for s in seeds])
@@ -100,8 +191,12 @@ class Random(RuleKind):
         return [TieRule("input_order")]
 
     def reference_key(self, seed: int | None, n_lines: int) -> Callable[[RefLine], int]:
-        position = _positions(int(seed or 0), n_lines)
-        return lambda line: int(position[line.idx])
+        return lambda line: shuffled_position(int(seed or 0), n_lines, line.idx)
+
+
+def _total(table: CandidateTable) -> int:
+    """The number of lines of the whole table ``table`` is a chunk of (itself when whole)."""
+    return table.lines_total if table.lines_total is not None else table.n_candidates
 
 
 RANDOM = register(Random())
