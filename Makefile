@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 CORES  ?= 2
 CENSUS_JOBS ?= 4
 # Snakemake with a progress line, warnings and errors in full, its whole output in a log file
-QUIET  := $(BIN)/python -m tieaudit.quiet
+QUIET  := $(BIN)/python -m tieaudit.pipeline.quiet
 # the test suite runs on every core (pytest-xdist); a module's tests stay on one worker, so its
 # fixtures (a pipeline run the module's tests share) are set up once; modules in the order
 # tests/conftest.py gives (the end-to-end ones first), not largest first

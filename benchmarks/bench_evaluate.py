@@ -23,8 +23,8 @@ import numpy as np
 import pyarrow as pa
 
 from tieaudit import CandidateTable, evaluate
-from tieaudit.rules.hashed import hash_codes
-from tieaudit.hashing import pair_keys, seeded_keys
+from tieaudit.ties.rules.hashed import hash_codes
+from tieaudit.common.hashing import pair_keys, seeded_keys
 
 N_CANDIDATES = 100
 CATALOG = 50_000

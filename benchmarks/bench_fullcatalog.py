@@ -1,11 +1,11 @@
-"""Benchmark: full-catalog evaluation rows per second and peak memory (tieaudit.fullcatalog).
+"""Benchmark: full-catalog evaluation rows per second and peak memory (tieaudit.analyses.fullcatalog).
 
 Run on demand (``python benchmarks/bench_fullcatalog.py``); it prints, from one run, for three
 row counts (default 1,000 / 3,000 / 10,000) on MovieLens-like data — a catalogue of 13,816 movies
 (the ml-25m genome movies) with ~10 genome tags each out of 1,128, users with ~40 rated movies
 mostly from their taste cluster, the ``attribute_overlap`` scorer (``weight: rating``):
 
-* seconds and rows per second of :func:`tieaudit.fullcatalog.full_catalog_candidates` (scoring
+* seconds and rows per second of :func:`tieaudit.analyses.fullcatalog.full_catalog_candidates` (scoring
   every catalogue item of every row in chunks with the scorer's ``score_matrix``, and reducing
   each row to its summary line with 100 hash seeds, capped at ``k_max=20`` as the pipeline
   does with its measures);
@@ -110,7 +110,7 @@ class _AllTied:
 
 
 def child(n_rows: int, chunk_pairs: int, mode: str) -> dict:
-    from tieaudit.fullcatalog import chunk_rows_for, full_catalog_candidates
+    from tieaudit.analyses.fullcatalog import chunk_rows_for, full_catalog_candidates
     from tieaudit.scorers import get_scorer
 
     history, rows, catalog, attrs = make_data(n_rows)

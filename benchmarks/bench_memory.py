@@ -18,13 +18,13 @@ Parquet files of ``benchmarks/bench_stream.py`` (generated block by block into `
 unless ``--delete``): integer scores on 5 levels with 70% zeros, the relevant item stored first,
 integer ids, row groups of 1M lines. The load average is printed beside every line.
 
-The budget counts a chunk's lines and its rows (:mod:`tieaudit.stream`), so the peak follows it
+The budget counts a chunk's lines and its rows (:mod:`tieaudit.evaluation.stream`), so the peak follows it
 for every row length: before, ``--memory`` counted lines only, and 1-line rows under
 ``hash_mean`` took several times the budget (100,000 one-candidate rows at ``--memory 300MB``:
 1.25 GB), while ``random:0`` kept a whole-table permutation beside the budget (4 bytes a line).
 
 Target (issue 31): every peak within 1.3x of the budget, at least 100M lines for ``random:0``.
-Outside the budget by design (``tieaudit.stream``): the row check keeps 8 bytes a row of the
+Outside the budget by design (``tieaudit.evaluation.stream``): the row check keeps 8 bytes a row of the
 input (0.8 GB at 100M one-line rows), and per-row values asked for are kept until written.
 
 Measured on the 2-core machine, 2026-12-06 (the table in ``docs/guide/benchmarks.md``): at
@@ -45,7 +45,7 @@ from pathlib import Path
 
 from bench_stream import make_file  # this folder is on sys.path when run as a script
 
-from tieaudit.stream import parse_memory
+from tieaudit.evaluation.stream import parse_memory
 
 
 #: The command line in a process of its own.

@@ -10,7 +10,7 @@ Run on demand (``python benchmarks/bench_reducer.py``); it prints, from one run,
   the candidates above and tied with the held-out item (``s > r`` and ``s == r``, counted per
   row), the history items taken off afterwards (their scores gathered): the least any exact
   reduction must do. Its counts are checked equal to the reducer's ``n_higher``/``n_tied``;
-* **reducer**: :func:`tieaudit.fullcatalog.full_catalog_candidates` with a
+* **reducer**: :func:`tieaudit.analyses.fullcatalog.full_catalog_candidates` with a
   :class:`~tieaudit.scorers.MatrixScorer` over the same matrix, every recorded rule
   (``input_order``, ``item_id``, ``docno_desc``, ``hash:0`` .. ``hash:99``), ``k_max=20`` (the
   largest cutoff of the default measures): scoring (the matrix's rows widened to float64),
@@ -120,7 +120,7 @@ def timed(best: dict, name: str, fn):
 
 
 def child(n_users: int, n_items: int, exact: bool, constant: bool, repeat: int) -> dict:
-    from tieaudit.fullcatalog import DEFAULT_CHUNK_PAIRS, chunk_rows_for, full_catalog_candidates
+    from tieaudit.analyses.fullcatalog import DEFAULT_CHUNK_PAIRS, chunk_rows_for, full_catalog_candidates
     from tieaudit.scorers import MatrixScorer
 
     scores, users, items, rows, history = make_matrix(n_users, n_items, constant=constant)

@@ -48,7 +48,7 @@ import pandas as pd
 from scipy import sparse
 
 from bench_evaluate import timed  # best of N (this folder is on sys.path when run as a script)
-from tieaudit.fullcatalog import DEFAULT_CHUNK_PAIRS, calibration_sample, chunk_rows_for
+from tieaudit.analyses.fullcatalog import DEFAULT_CHUNK_PAIRS, calibration_sample, chunk_rows_for
 from tieaudit.scorers import get_scorer
 
 GENOME_ITEMS, GENOME_TAGS, TAGS_PER_ITEM, CLUSTERS = 13_816, 1_128, 10, 24

@@ -58,7 +58,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from tieaudit.rules import rule_kinds
+from tieaudit.ties.rules import rule_kinds
 
 N_CANDIDATES = 100
 ROW_GROUP = 1_000_000

@@ -9,11 +9,11 @@ import pandas as pd
 import pyarrow.compute as pc
 
 from tieaudit import evaluate, read_candidates
-from tieaudit._parquet import read_table
-from tieaudit.audit import AuditRows, audit
-from tieaudit.io import atomic_write_many, write_table
-from tieaudit.partition import empty_part_note, is_empty_part, placed
-from tieaudit.workflow import start
+from tieaudit.common.parquet import read_table
+from tieaudit.analyses.audit import AuditRows, audit
+from tieaudit.common.io import atomic_write_many, write_table
+from tieaudit.pipeline.partition import empty_part_note, is_empty_part, placed
+from tieaudit.pipeline.workflow import start
 
 log = start(snakemake)  # noqa: F821 - injected by Snakemake
 p = snakemake.params  # noqa: F821

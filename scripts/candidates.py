@@ -2,11 +2,11 @@
 
 import numpy as np
 
-from tieaudit._parquet import read_parquet
-from tieaudit.io import write_table
-from tieaudit.sampling import build_candidates, sample_rows
-from tieaudit.seeds import make_seed
-from tieaudit.workflow import start
+from tieaudit.common.parquet import read_parquet
+from tieaudit.common.io import write_table
+from tieaudit.pipeline.sampling import build_candidates, sample_rows
+from tieaudit.common.seeds import make_seed
+from tieaudit.pipeline.workflow import start
 
 log = start(snakemake)  # noqa: F821 - injected by Snakemake
 p = snakemake.params  # noqa: F821

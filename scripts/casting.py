@@ -3,9 +3,9 @@ streamed through the rows; its parts in order with evaluation.row_chunks > 1."""
 
 import pyarrow.dataset as ds
 
-from tieaudit.io import write_table
-from tieaudit.precision import cast_summary
-from tieaudit.workflow import start
+from tieaudit.common.io import write_table
+from tieaudit.analyses.casting import cast_summary
+from tieaudit.pipeline.workflow import start
 
 log = start(snakemake)  # noqa: F821 - injected by Snakemake
 p = snakemake.params  # noqa: F821

@@ -2,9 +2,9 @@
 
 import pandas as pd
 
-from tieaudit.io import atomic_write_many, frame_to_markdown, frame_to_text
-from tieaudit.precision import casting_table
-from tieaudit.workflow import start
+from tieaudit.common.io import atomic_write_many, frame_to_markdown, frame_to_text
+from tieaudit.analyses.casting import casting_table
+from tieaudit.pipeline.workflow import start
 
 log = start(snakemake)  # noqa: F821 - injected by Snakemake
 p = snakemake.params  # noqa: F821

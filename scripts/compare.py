@@ -7,9 +7,9 @@ import numpy as np
 import pandas as pd
 
 from tieaudit import evaluate, read_candidates
-from tieaudit.compare import FLIP_COLUMNS, ModelRows, orderings, ranking_flips
-from tieaudit.io import write_table
-from tieaudit.workflow import start
+from tieaudit.analyses.compare import FLIP_COLUMNS, ModelRows, orderings, ranking_flips
+from tieaudit.common.io import write_table
+from tieaudit.pipeline.workflow import start
 
 log = start(snakemake)  # noqa: F821 - injected by Snakemake
 p = snakemake.params  # noqa: F821

@@ -1,7 +1,7 @@
 """Step: download one raw file, verified against its checksum or the lock file."""
 
 from tieaudit.data.download import download
-from tieaudit.workflow import start
+from tieaudit.pipeline.workflow import start
 
 log = start(snakemake)  # noqa: F821 - injected by Snakemake
 p = snakemake.params  # noqa: F821

@@ -7,10 +7,10 @@ import numpy as np
 import pandas as pd
 
 from tieaudit import evaluate, read_candidates
-from tieaudit.io import write_table
-from tieaudit.partition import empty_part_note, is_empty_part, part_bounds, placed
-from tieaudit.partvalues import row_values
-from tieaudit.workflow import start
+from tieaudit.common.io import write_table
+from tieaudit.pipeline.partition import empty_part_note, is_empty_part, part_bounds, placed
+from tieaudit.evaluation.parts import row_values
+from tieaudit.pipeline.workflow import start
 
 log = start(snakemake)  # noqa: F821 - injected by Snakemake
 p = snakemake.params  # noqa: F821

@@ -1,9 +1,9 @@
 """Step: the evaluator table, every built-in adapter of `tieaudit probe` probed."""
 
 from tieaudit import read_candidates
-from tieaudit.io import atomic_write_many, frame_to_markdown, frame_to_text
+from tieaudit.common.io import atomic_write_many, frame_to_markdown, frame_to_text
 from tieaudit.probe import evaluator_table
-from tieaudit.workflow import start
+from tieaudit.pipeline.workflow import start
 
 log = start(snakemake)  # noqa: F821 - injected by Snakemake
 p = snakemake.params  # noqa: F821

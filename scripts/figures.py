@@ -3,9 +3,9 @@ relevant item)."""
 
 import pandas as pd
 
-from tieaudit.figures import COLUMN, TEXT, rules_figure, save, tie_size_figure
-from tieaudit.report import collect
-from tieaudit.workflow import start
+from tieaudit.outputs.figures import COLUMN, TEXT, rules_figure, save, tie_size_figure
+from tieaudit.outputs.report import collect
+from tieaudit.pipeline.workflow import start
 
 log = start(snakemake)  # noqa: F821 - injected by Snakemake
 p = snakemake.params  # noqa: F821

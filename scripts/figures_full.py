@@ -2,9 +2,9 @@
 
 import pandas as pd
 
-from tieaudit.figures import rules_figure, save
-from tieaudit.report import collect
-from tieaudit.workflow import start
+from tieaudit.outputs.figures import rules_figure, save
+from tieaudit.outputs.report import collect
+from tieaudit.pipeline.workflow import start
 
 log = start(snakemake)  # noqa: F821 - injected by Snakemake
 p = snakemake.params  # noqa: F821

@@ -3,12 +3,12 @@ users and reduce each row to one line (held-out item, n_higher/n_tied/n_lower, b
 
 import numpy as np
 
-from tieaudit._parquet import read_parquet
-from tieaudit.fullcatalog import chunk_rows_for, full_catalog_candidates
-from tieaudit.io import write_table
-from tieaudit.partition import empty_part_note, row_part
+from tieaudit.common.parquet import read_parquet
+from tieaudit.analyses.fullcatalog import chunk_rows_for, full_catalog_candidates
+from tieaudit.common.io import write_table
+from tieaudit.pipeline.partition import empty_part_note, row_part
 from tieaudit.scorers import get_scorer
-from tieaudit.workflow import start
+from tieaudit.pipeline.workflow import start
 
 log = start(snakemake)  # noqa: F821 - injected by Snakemake
 p = snakemake.params  # noqa: F821
@@ -44,7 +44,7 @@ def progress(done, total):
 
 
 # a scorer with calibrate (residualized_attribute) is calibrated on the sampled candidates, as in
-# the sampled score step, so both settings score with one function (see tieaudit.fullcatalog)
+# the sampled score step, so both settings score with one function (see tieaudit.analyses.fullcatalog)
 reduced = full_catalog_candidates(
     rows,
     history,

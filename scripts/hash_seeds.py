@@ -3,7 +3,7 @@
 import numpy as np
 
 from tieaudit import hash_seed_ranks, read_candidates
-from tieaudit.workflow import start
+from tieaudit.pipeline.workflow import start
 
 log = start(snakemake)  # noqa: F821 - injected by Snakemake
 p = snakemake.params  # noqa: F821

@@ -3,10 +3,10 @@
 
 from pathlib import Path
 
-from tieaudit.audit import AuditRows
-from tieaudit.io import atomic_write_many
-from tieaudit.partition import is_empty_part
-from tieaudit.workflow import start
+from tieaudit.analyses.audit import AuditRows
+from tieaudit.common.io import atomic_write_many
+from tieaudit.pipeline.partition import is_empty_part
+from tieaudit.pipeline.workflow import start
 
 log = start(snakemake)  # noqa: F821 - injected by Snakemake
 p = snakemake.params  # noqa: F821

@@ -1,11 +1,11 @@
 """Step: metrics.csv from the per-row values of every part of the rows (evaluation.row_chunks),
 exactly as one evaluation of all of them."""
 
-from tieaudit._parquet import read_parquet
-from tieaudit.io import write_table
-from tieaudit.partition import is_empty_part
-from tieaudit.partvalues import RowValues, merged_sums
-from tieaudit.workflow import start
+from tieaudit.common.parquet import read_parquet
+from tieaudit.common.io import write_table
+from tieaudit.pipeline.partition import is_empty_part
+from tieaudit.evaluation.parts import RowValues, merged_sums
+from tieaudit.pipeline.workflow import start
 
 log = start(snakemake)  # noqa: F821 - injected by Snakemake
 p = snakemake.params  # noqa: F821

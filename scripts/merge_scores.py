@@ -2,10 +2,10 @@
 
 import pandas as pd
 
-from tieaudit._parquet import read_parquet
-from tieaudit.io import write_table
-from tieaudit.partition import is_empty_part
-from tieaudit.workflow import start
+from tieaudit.common.parquet import read_parquet
+from tieaudit.common.io import write_table
+from tieaudit.pipeline.partition import is_empty_part
+from tieaudit.pipeline.workflow import start
 
 log = start(snakemake)  # noqa: F821 - injected by Snakemake
 # the empty parts of a dataset with fewer rows than parts add nothing (but their columns' types)

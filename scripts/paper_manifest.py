@@ -6,9 +6,9 @@ wrote (a user's notes, a hand-edited copy) is left in place and named in the log
 
 from pathlib import Path
 
-from tieaudit.io import atomic_write_text
-from tieaudit.report import prune_folder, read_manifest
-from tieaudit.workflow import start
+from tieaudit.common.io import atomic_write_text
+from tieaudit.outputs.report import prune_folder, read_manifest
+from tieaudit.pipeline.workflow import start
 
 log = start(snakemake)  # noqa: F821 - injected by Snakemake
 manifest = Path(snakemake.output[0])  # noqa: F821

@@ -1,10 +1,10 @@
 """Step: the paper tables (scorers x tie rules, a block per headline measure) of every dataset
 and setting, as CSV, Markdown and LaTeX."""
 
-from tieaudit.io import atomic_write_text, write_table
-from tieaudit.papertables import paper_latex, paper_markdown, paper_table
-from tieaudit.report import collect
-from tieaudit.workflow import start
+from tieaudit.common.io import atomic_write_text, write_table
+from tieaudit.outputs.papertables import paper_latex, paper_markdown, paper_table
+from tieaudit.outputs.report import collect
+from tieaudit.pipeline.workflow import start
 
 log = start(snakemake)  # noqa: F821 - injected by Snakemake
 p = snakemake.params  # noqa: F821

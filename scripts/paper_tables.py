@@ -1,7 +1,7 @@
 """Step: the paper's tables (CSV, Markdown, LaTeX), compare.md and the combined checklist."""
 
-from tieaudit.io import atomic_write_text, frame_to_markdown, write_table
-from tieaudit.report import (
+from tieaudit.common.io import atomic_write_text, frame_to_markdown, write_table
+from tieaudit.outputs.report import (
     collect,
     combined_checklist,
     compare_markdown,
@@ -10,7 +10,7 @@ from tieaudit.report import (
     load_reference,
     ties_invariance_table,
 )
-from tieaudit.workflow import start
+from tieaudit.pipeline.workflow import start
 
 log = start(snakemake)  # noqa: F821 - injected by Snakemake
 p = snakemake.params  # noqa: F821

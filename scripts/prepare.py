@@ -1,7 +1,7 @@
 """Step: parse a dataset's raw files into interim interactions and item attributes (Parquet)."""
 
 from tieaudit.sources.ingest import ingest
-from tieaudit.workflow import inputs_except, start
+from tieaudit.pipeline.workflow import inputs_except, start
 
 log = start(snakemake)  # noqa: F821 - injected by Snakemake
 spec = snakemake.params.spec  # noqa: F821

@@ -2,9 +2,9 @@
 
 import pandas as pd
 
-from tieaudit.compare import flips_markdown
-from tieaudit.io import atomic_write_text, write_table
-from tieaudit.workflow import start
+from tieaudit.analyses.compare import flips_markdown
+from tieaudit.common.io import atomic_write_text, write_table
+from tieaudit.pipeline.workflow import start
 
 log = start(snakemake)  # noqa: F821 - injected by Snakemake
 p = snakemake.params  # noqa: F821

@@ -6,9 +6,9 @@ from importlib.metadata import version
 from pathlib import Path
 
 from tieaudit import __version__
-from tieaudit.io import atomic_write_text
-from tieaudit.page import DataFile, PageInputs, lock_entries, results_page
-from tieaudit.workflow import start
+from tieaudit.common.io import atomic_write_text
+from tieaudit.outputs.page import DataFile, PageInputs, lock_entries, results_page
+from tieaudit.pipeline.workflow import start
 
 log = start(snakemake)  # noqa: F821 - injected by Snakemake
 p = snakemake.params  # noqa: F821

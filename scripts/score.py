@@ -1,10 +1,10 @@
 """Step: fit a scorer on the history and score every candidate."""
 
-from tieaudit._parquet import read_parquet
-from tieaudit.io import write_table
-from tieaudit.partition import empty_part_note, row_part
+from tieaudit.common.parquet import read_parquet
+from tieaudit.common.io import write_table
+from tieaudit.pipeline.partition import empty_part_note, row_part
 from tieaudit.scorers import calibrate_scorer, get_scorer, score_candidates
-from tieaudit.workflow import start
+from tieaudit.pipeline.workflow import start
 
 log = start(snakemake)  # noqa: F821 - injected by Snakemake
 spec = snakemake.params.spec  # noqa: F821

@@ -1,9 +1,9 @@
 """Step: leave-last-out split of the interim interactions into history and held-out items."""
 
-from tieaudit._parquet import parquet_file, read_parquet
-from tieaudit.io import write_table
-from tieaudit.split import leave_last_out
-from tieaudit.workflow import start
+from tieaudit.common.parquet import parquet_file, read_parquet
+from tieaudit.common.io import write_table
+from tieaudit.pipeline.split import leave_last_out
+from tieaudit.pipeline.workflow import start
 
 log = start(snakemake)  # noqa: F821 - injected by Snakemake
 path = snakemake.input.interactions  # noqa: F821

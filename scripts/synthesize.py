@@ -1,7 +1,7 @@
 """Step: write a format-faithful synthetic dataset (demo and tests) into data/demo/{dataset}/."""
 
 from tieaudit.sources.synthetic import generate
-from tieaudit.workflow import start
+from tieaudit.pipeline.workflow import start
 
 log = start(snakemake)  # noqa: F821 - injected by Snakemake
 spec = snakemake.params.spec  # noqa: F821

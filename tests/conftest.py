@@ -24,7 +24,7 @@ from tests import launch
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "config" / "demo.yaml"
-# the results page's date (tieaudit.page.page_date): fixed, so runs write the same page
+# the results page's date (tieaudit.outputs.page.page_date): fixed, so runs write the same page
 SOURCE_DATE_EPOCH = "1767225600"
 # the share of each property test's examples to run: 1 in make test, less in make test-fast
 EXAMPLES_SCALE = float(os.environ.get("TIEAUDIT_TEST_EXAMPLES", "1"))

@@ -99,7 +99,7 @@ def _splitmix(x: int) -> int:
 
 def random_positions(seed: int, n: int) -> list[int]:
     """Where each of ``n`` lines lands under ``random:SEED``, from the rule's definition
-    (tieaudit.rules.random): the permutation of ``0 .. 2**b - 1`` an eight-round Feistel network
+    (tieaudit.ties.rules.random): the permutation of ``0 .. 2**b - 1`` an eight-round Feistel network
     with SHA-256 round keys makes, written out whole, then each line's cycle followed until it
     comes back below ``n``."""
     if n == 1:

@@ -1,4 +1,4 @@
-"""Small array helpers (tieaudit._arrays), against plain Python."""
+"""Small array helpers (tieaudit.common.arrays), against plain Python."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tieaudit._arrays import row_blocks, segment_sums
+from tieaudit.common.arrays import row_blocks, segment_sums
 
 
 @given(st.lists(st.integers(0, 6), max_size=30), st.integers(0, 2**32 - 1))

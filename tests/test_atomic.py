@@ -10,11 +10,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from tieaudit import _atomic
+from tieaudit.common import atomic as _atomic
 from tieaudit.data.download import LockEntry, LockFile, download
 from tieaudit.sources.ingest import ingest
 from tieaudit.sources.synthetic import generate
-from tieaudit.io import atomic_write_bytes, atomic_write_many, atomic_write_text, write_table
+from tieaudit.common.io import atomic_write_bytes, atomic_write_many, atomic_write_text, write_table
 
 
 @pytest.fixture(params=[0o022, 0o027, 0o002])

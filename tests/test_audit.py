@@ -1,4 +1,4 @@
-"""tieaudit.audit: within-row permutations, the invariance verdicts, diagnostics and checklist.
+"""tieaudit.analyses.audit: within-row permutations, the invariance verdicts, diagnostics and checklist.
 
 The references rank candidates with the shared oracle (tests/oracle.py: Python's ``sorted`` on
 the rules' definitions) and count ties by hand; they share no code with the library.
@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 
 from tests.oracle import lines_by_row, rank, tie_key, value_at
 from tieaudit import CandidateTable, Measure, evaluate
-from tieaudit.audit import (
+from tieaudit.analyses.audit import (
     DIAGNOSTIC_COLUMNS,
     INVARIANCE_COLUMNS,
     audit,

@@ -1,5 +1,5 @@
 """The audit of rows split into parts (the pipeline's evaluation.row_chunks): each part's
-per-row numbers (tieaudit.audit.AuditRows), written and read back, merge into the unsplit
+per-row numbers (tieaudit.analyses.audit.AuditRows), written and read back, merge into the unsplit
 audit's files byte for byte, whatever the parts' boundaries; a part's shuffles start at its first
 line, for a summary table too (one draw per row)."""
 
@@ -17,12 +17,12 @@ from hypothesis import strategies as st
 
 from tests.test_partition import MEASURES, RULES, tie_frame
 from tieaudit import CandidateTable, evaluate
-from tieaudit.audit import AUDIT_FILES, AuditRows, audit, permute_within_rows
-from tieaudit.candidates import as_table
-from tieaudit.io import write_table
-from tieaudit.partition import part_bounds, row_part
+from tieaudit.analyses.audit import AUDIT_FILES, AuditRows, audit, permute_within_rows
+from tieaudit.tables.candidates import as_table
+from tieaudit.common.io import write_table
+from tieaudit.pipeline.partition import part_bounds, row_part
 from tieaudit.testing import candidate_frames, cut_points, summary_frames
-from tieaudit.ties import structure_type
+from tieaudit.ties.structure import structure_type
 from tests.conftest import examples
 
 PERMUTATIONS = 3

@@ -1,4 +1,4 @@
-"""Candidates read from files, folders and globs (tieaudit.batches): what data lakes and mixed
+"""Candidates read from files, folders and globs (tieaudit.tables.inputs): what data lakes and mixed
 writers leave in a folder reads as the same rows in one DataFrame would, in memory and in
 chunks."""
 
@@ -18,11 +18,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tieaudit import evaluate
-from tieaudit.batches import PathInput, open_source, plan_spans, read_span
-from tieaudit.candidates import CandidateError
+from tieaudit.tables.inputs import PathInput, open_source, plan_spans, read_span
+from tieaudit.tables.candidates import CandidateError
 from tieaudit.cli import main
-from tieaudit.compare import compare
-from tieaudit.stream import evaluate_stream
+from tieaudit.analyses.compare import compare
+from tieaudit.evaluation.stream import evaluate_stream
 from tieaudit.testing import candidate_frames, candidate_lakes, cut_points
 from tests.conftest import examples
 from tests.test_stream import assert_same_summary, tie_frame

@@ -1,4 +1,4 @@
-"""tieaudit.candidates: reading, validation errors that name file and lines, and the coded table."""
+"""tieaudit.tables.candidates: reading, validation errors that name file and lines, and the coded table."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ from tests.oracle import (
 )
 from tests.test_evaluate_multi_relevant import MEASURES, RULES, multi_frames
 from tieaudit import evaluate
-from tieaudit.candidates import CandidateError, CandidateTable, read_candidates
+from tieaudit.tables.candidates import CandidateError, CandidateTable, read_candidates
 from tieaudit.testing import candidate_frames, permute_lines, permute_within_rows
 from tests.conftest import examples
 
@@ -238,7 +238,7 @@ BAD = [
     ("nan_lower", HEADER + "r,u,a,1,1\nr,u,b,0,2\nr,u,c,0,nan\n", [4], "missing or NaN score"),
     ("empty_score", HEADER + "r,u,a,1,1\nr,u,b,0,2\nr,u,c,0,\n", [4], "missing or NaN score"),
     ("text_score", HEADER + "r,u,a,1,1\nr,u,b,0,high\n", [3], "score 'high' is not a number"),
-    # one ASCII grammar (tieaudit._numbers); pandas read " 1.5" and "Infinity" variants, float()
+    # one ASCII grammar (tieaudit.common.numbers); pandas read " 1.5" and "Infinity" variants, float()
     # would read "1_5" as 15 and other scripts' digits
     ("score_1_5", HEADER + "r,u,a,1,1\nr,u,b,0,1_5\n", [3], "score '1_5' is not a number"),
     ("score_blank", HEADER + "r,u,a,1,1\nr,u,b,0, 1.5\n", [3], "score ' 1.5' is not a number"),
@@ -687,7 +687,7 @@ def test_a_line_longer_than_the_reader_block_is_read(tmp_path: Path) -> None:
 
 
 def test_a_line_longer_than_the_largest_block_is_named(tmp_path: Path, monkeypatch) -> None:
-    from tieaudit import candidates_io
+    from tieaudit.tables import read as candidates_io
 
     monkeypatch.setattr(candidates_io, "_CSV_MAX_BLOCK", candidates_io._CSV_BLOCK)
     line = "r1,u1," + "x" * (3 << 20) + ",0,0.5\n"
@@ -718,7 +718,7 @@ def test_a_path_that_is_no_file_is_named_for_what_it_is(tmp_path: Path, make, sa
 
 
 def test_stdin_on_a_pipe_is_named_for_what_it_is(tmp_path: Path) -> None:
-    code = ("from tieaudit.candidates import read_candidates, CandidateError\n"
+    code = ("from tieaudit.tables.candidates import read_candidates, CandidateError\n"
             "try:\n    read_candidates('/dev/stdin')\n"
             "except CandidateError as e:\n    print(e)\n")  # fmt: skip
     proc = subprocess.run([sys.executable, "-c", code], input=GOOD, capture_output=True,
@@ -776,7 +776,7 @@ def test_frame_ids_and_exact_scores_beyond_64_bits_are_read() -> None:
 def test_integer_ids_of_one_width_and_their_prefixes_in_text_order() -> None:
     """Hand-picked neighbours in text order: a digit against a longer id with a larger second
     digit ('19' < '199' < '2'), prefixes ('1' < '10' < '100'), and the widest ids in one key."""
-    from tieaudit.candidates_io import _encode
+    from tieaudit.tables.read import _encode
 
     for ids in ([2, 19, 1, 10, 100, 0, 9, 91, 29, 3, 199],
                 [10**17 - 1, 10**16, 2, 10**17 - 2, 1, 99999999999999999 // 9]):  # fmt: skip
@@ -791,7 +791,7 @@ def test_integer_ids_of_one_width_and_their_prefixes_in_text_order() -> None:
 def test_integer_ids_are_coded_in_the_order_of_their_text(ids, kind) -> None:
     """Integer item ids are ordered as their decimal text is (code points: '-' first, a text
     before its extensions), computed without writing the text."""
-    from tieaudit.candidates_io import _encode
+    from tieaudit.tables.read import _encode
 
     if pa.types.is_unsigned_integer(kind):
         ids = [abs(i) * 2 for i in ids if abs(i) * 2 < 2**64]

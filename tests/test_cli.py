@@ -17,9 +17,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from tieaudit import evaluate
-from tieaudit.audit import audit, invariance
+from tieaudit.analyses.audit import audit, invariance
 from tieaudit.cli import main
-from tieaudit.io import frame_to_text
+from tieaudit.common.io import frame_to_text
 
 COLUMNS = ["rule", "metric", "value", "sd", "min", "max", "se", "n_rows", "n_seeds", "z"]
 RULES = ["input_order", "optimistic", "pessimistic", "expected", "hash:0", "hash_mean",

@@ -1,4 +1,4 @@
-"""Ranking flips (tieaudit.compare) and `tieaudit compare`: a hand-computed case, the row check,
+"""Ranking flips (tieaudit.analyses.compare) and `tieaudit compare`: a hand-computed case, the row check,
 and the command on files."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 
 from tieaudit import evaluate
 from tieaudit.cli import main
-from tieaudit.compare import FLIP_COLUMNS, ModelRows, flips_markdown, orderings, ranking_flips
+from tieaudit.analyses.compare import FLIP_COLUMNS, ModelRows, flips_markdown, orderings, ranking_flips
 
 RULES = ["input_order", "pessimistic", "optimistic", "expected"]
 

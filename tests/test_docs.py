@@ -10,10 +10,10 @@ import pytest
 import yaml
 
 from tieaudit.cli import main
-from tieaudit.rules import help_text, markdown_table, rule_kinds
+from tieaudit.ties.rules import help_text, markdown_table, rule_kinds
 
 ROOT = Path(__file__).resolve().parents[1]
-START = "<!-- tie-rules-table: made by tieaudit.rules.markdown_table() from the registry;"
+START = "<!-- tie-rules-table: made by tieaudit.ties.rules.markdown_table() from the registry;"
 END = "<!-- end of tie-rules-table -->"
 
 
@@ -47,7 +47,7 @@ def test_rule_table_is_the_registry_s() -> None:
     want = markdown_table()
     assert rules_page_table() == want, (
         "docs/reference/tie-rules.md's tie-rules table differs from the registry; replace it with the output of\n"
-        "  python -c 'from tieaudit.rules import markdown_table; print(markdown_table(), end=\"\")'"
+        "  python -c 'from tieaudit.ties.rules import markdown_table; print(markdown_table(), end=\"\")'"
         f"\n\n{want}"
     )
 
@@ -122,17 +122,17 @@ def test_the_tie_rule_example_is_the_module_and_passes_the_battery(
 ) -> None:
     import importlib
 
-    base = importlib.import_module("tieaudit.rules.base")
+    base = importlib.import_module("tieaudit.ties.rules.base")
     blocks = marked_blocks(extending_section("## Tie rules"))
     assert [(mark, lang) for mark, _, lang, _ in blocks] == [("excerpt", "python"), ("run", "python")]
     (_, path, _, module), (_, _, _, usage) = blocks
-    assert path == "src/tieaudit/rules/reversed_input.py"
+    assert path == "src/tieaudit/ties/rules/reversed_input.py"
     assert module in (ROOT / path).read_text(encoding="utf-8"), "the excerpt is not the module's"
     # the doc's module registers itself (the built-in taken out of the registry meanwhile) ...
     shipped = base.get_kind("reversed_input")
     registry = {k: v for k, v in base._REGISTRY.items() if k != "reversed_input"}
     monkeypatch.setattr(base, "_REGISTRY", registry)
-    namespace = {"__name__": "tieaudit.rules.doc_example", "__package__": "tieaudit.rules"}
+    namespace = {"__name__": "tieaudit.ties.rules.doc_example", "__package__": "tieaudit.ties.rules"}
     run_block(module, namespace)
     doc_kind = base.get_kind("reversed_input")
     assert doc_kind is namespace["REVERSED_INPUT"] and doc_kind is not shipped

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tieaudit.dependencies import PACKAGE_DIR
+from tieaudit.pipeline.dependencies import PACKAGE_DIR
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -28,7 +28,7 @@ MODULES = modules_with_examples()
 
 
 def test_some_modules_have_examples() -> None:
-    assert {"tieaudit", "tieaudit.measures"} <= set(MODULES), MODULES
+    assert {"tieaudit", "tieaudit.ties.measures"} <= set(MODULES), MODULES
 
 
 @pytest.mark.parametrize("name", MODULES)

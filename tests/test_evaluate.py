@@ -1,4 +1,4 @@
-"""tieaudit.evaluate: every rule by hand, by brute force, and as a row-order invariance property.
+"""tieaudit.evaluation.evaluate: every rule by hand, by brute force, and as a row-order invariance property.
 
 The brute-force references are the shared oracle (tests/oracle.py): Python's ``sorted`` on
 explicit keys, measures from their formulas, the expectation over every order of every tie group.
@@ -36,7 +36,7 @@ from tieaudit.testing import candidate_frames, permute_lines, permute_within_row
 from tests.conftest import examples
 
 # the module of the hash rules (its hash functions are patched below)
-hash_rules = importlib.import_module("tieaudit.rules.hashed")
+hash_rules = importlib.import_module("tieaudit.ties.rules.hashed")
 
 HR1, HR3, HR10 = Measure("HR", 1), Measure("HR", 3), Measure("HR", 10)
 NDCG2, NDCG10 = Measure("nDCG", 2), Measure("nDCG", 10)
@@ -482,7 +482,7 @@ def test_row_starts() -> None:
     frame=candidate_frames(max_rows=8, max_len=8, score_levels=2), cap=st.sampled_from([-1, None])
 )
 def test_hash_seed_ranks_in_chunks_equal_evaluate(frame: pd.DataFrame, cap) -> None:
-    from tieaudit.evaluate import hash_seed_ranks
+    from tieaudit.evaluation.evaluate import hash_seed_ranks
 
     n = 7
     direct = evaluate(frame, SMALL, ["hash_mean", "expected"], n_seeds=n, rank_cap=cap)

@@ -27,15 +27,15 @@ from tests.oracle import (
     values_of,
 )
 from tieaudit import CandidateTable, Measure, evaluate, hash_key, tie_structure
-from tieaudit.audit import audit, diagnostics, invariance
-from tieaudit.candidates import CandidateError
-from tieaudit.evaluate import hash_seed_ranks
-from tieaudit.measures import parse_measure
+from tieaudit.analyses.audit import audit, diagnostics, invariance
+from tieaudit.tables.candidates import CandidateError
+from tieaudit.evaluation.evaluate import hash_seed_ranks
+from tieaudit.ties.measures import parse_measure
 from tieaudit.testing import ID_ALPHABET, permute_lines, permute_within_rows
 from tests.conftest import examples
 
-ev_mod = importlib.import_module("tieaudit.evaluate")
-ties_mod = importlib.import_module("tieaudit.ties")
+ev_mod = importlib.import_module("tieaudit.evaluation.evaluate")
+ties_mod = importlib.import_module("tieaudit.ties.structure")
 
 MEASURES = [parse_measure(x) for x in (
     "HR@1", "HR@3", "MRR@3", "nDCG@2", "nDCG@5", "Recall@2", "Recall@4", "P@1", "P@3",

@@ -13,13 +13,13 @@ import pytest
 import yaml
 
 from tieaudit import evaluate
-from tieaudit.audit import diagnostics
+from tieaudit.analyses.audit import diagnostics
 from tieaudit.cli import main
 from tieaudit.sources.ingest import ingest
 from tieaudit.sources.synthetic import generate
-from tieaudit.sampling import build_candidates, sample_rows
+from tieaudit.pipeline.sampling import build_candidates, sample_rows
 from tieaudit.scorers import get_scorer, score_candidates
-from tieaudit.split import leave_last_out
+from tieaudit.pipeline.split import leave_last_out
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -1,4 +1,4 @@
-"""Figures (tieaudit.figures): they draw what the metrics say, deterministically, and stay
+"""Figures (tieaudit.outputs.figures): they draw what the metrics say, deterministically, and stay
 readable at one column (3.3 in) and two (6.8 in): legends off the data, text inside the figure."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from matplotlib.text import Text
 
-from tieaudit.figures import COLUMN, TEXT, rules_figure, save, tie_size_figure
+from tieaudit.outputs.figures import COLUMN, TEXT, rules_figure, save, tie_size_figure
 
 RULES = ["input_order", "optimistic", "pessimistic", "expected", "hash:0", "hash_mean"]
 SCORERS = ["a", "b"]
@@ -137,7 +137,7 @@ def test_expected_is_drawn_with_its_exact_interval_and_the_seeds_as_a_strip(tmp_
     # optimistic and pessimistic are not bars; palette colours only (Okabe-Ito)
     from matplotlib.colors import to_hex
 
-    from tieaudit.figures import OKABE_ITO
+    from tieaudit.outputs.figures import OKABE_ITO
 
     colours = {to_hex(p.get_facecolor()).upper() for p in ax.patches}
     assert colours <= {c.upper() for c in OKABE_ITO}

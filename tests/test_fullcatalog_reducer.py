@@ -1,4 +1,4 @@
-"""Full-catalog reduction (tieaudit.fullcatalog) against materialising every (row, item) pair."""
+"""Full-catalog reduction (tieaudit.analyses.fullcatalog) against materialising every (row, item) pair."""
 
 from __future__ import annotations
 
@@ -9,15 +9,15 @@ import pytest
 
 from tests.oracle import summarise
 from tieaudit import evaluate, read_candidates
-from tieaudit.audit import audit
-from tieaudit.fullcatalog import (
+from tieaudit.analyses.audit import audit
+from tieaudit.analyses.fullcatalog import (
     FULL_COLUMNS,
     calibration_sample,
     chunk_rows_for,
     full_catalog_candidates,
     summary_columns,
 )
-from tieaudit.io import write_table
+from tieaudit.common.io import write_table
 from tieaudit.scorers import get_scorer
 
 METRICS = ["HR@1", "HR@5", "nDCG@5", "MRR@5", "HR@10", "nDCG@10", "MRR@10"]
@@ -403,7 +403,7 @@ def test_equal_hash_keys_fall_back_to_item_id_order(data, monkeypatch) -> None:
     def same(values):
         return np.full(len(values), 12345, dtype=np.uint64)
 
-    for name in ("tieaudit.blocks", "tieaudit.rules.hashed"):  # full catalogue, stored table
+    for name in ("tieaudit.ties.blocks", "tieaudit.ties.rules.hashed"):  # full catalogue, stored table
         monkeypatch.setattr(importlib.import_module(name), "string_hashes", same)
     history, rows, catalog, attrs = data
     scorer = get_scorer("attribute_overlap").fit(history, attrs)

@@ -12,11 +12,11 @@ from hypothesis import strategies as st
 
 from tests.oracle import COLS, summarise
 from tieaudit import evaluate, hash_key, read_candidates
-from tieaudit.audit import audit
-from tieaudit.blocks import TieBlock
-from tieaudit.candidates import CandidateError, CandidateTable
-from tieaudit.fullcatalog import full_catalog_candidates, summary_columns
-from tieaudit.io import write_table
+from tieaudit.analyses.audit import audit
+from tieaudit.ties.blocks import TieBlock
+from tieaudit.tables.candidates import CandidateError, CandidateTable
+from tieaudit.analyses.fullcatalog import full_catalog_candidates, summary_columns
+from tieaudit.common.io import write_table
 from tieaudit.testing import full_catalog_cases
 from tests.conftest import examples
 

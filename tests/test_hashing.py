@@ -1,4 +1,4 @@
-"""tieaudit.hashing: the stable tie-breaking key, its vectorised form and its cross-version pins."""
+"""tieaudit.common.hashing: the stable tie-breaking key, its vectorised form and its cross-version pins."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tieaudit.hashing import hash_key, mix64, pair_keys, seeded_keys, string_hashes
+from tieaudit.common.hashing import hash_key, mix64, pair_keys, seeded_keys, string_hashes
 from tests.conftest import examples
 
 M64 = (1 << 64) - 1
@@ -174,7 +174,7 @@ def test_not_pythons_salted_hash() -> None:
     """The key is the same in processes with different PYTHONHASHSEED values."""
     code = textwrap.dedent(
         """
-        from tieaudit.hashing import hash_key, pair_keys, seeded_keys, string_hashes
+        from tieaudit.common.hashing import hash_key, pair_keys, seeded_keys, string_hashes
         users, items = ["u1", "ユーザー", "x"], ["i1", "アイテム😀", "y"]
         ref = [hash_key(s, u, i) for s in (0, 5) for u, i in zip(users, items, strict=True)]
         vec = [int(k) for s in (0, 5)

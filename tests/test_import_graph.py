@@ -1,6 +1,8 @@
-"""The package's layers (tieaudit.layers): every import goes down, never up; and the library files
-a dataset source's steps depend on, read from the import statements (tieaudit.dependencies), are
-exactly what they import (the graph has no cycle: tests/test_imports.py)."""
+"""The package's layers (tieaudit.layers): its folders, every import into a layer its own may
+import (those inside functions and those for type checkers too), no more than a few modules in the
+package root; and the library files a dataset source's steps depend on, read from the import
+statements (tieaudit.pipeline.dependencies), are exactly what they import (no module imports
+another in a circle: tests/test_imports.py)."""
 
 from __future__ import annotations
 
@@ -8,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tieaudit.dependencies import PACKAGE_DIR, import_graph, library_files
-from tieaudit.layers import LAYERS, Layer, layer_of, violations
+from tieaudit.pipeline.dependencies import PACKAGE_DIR, import_graph, library_files
+from tieaudit.layers import LAYERS, Layer, allowed, layer_of, markdown_table, violations
 from tieaudit.sources import available_sources, source_module
 
 
@@ -20,9 +22,33 @@ def test_every_file_of_the_package_is_in_one_layer() -> None:
 
 
 def test_every_import_goes_down_the_layers() -> None:
-    # every import that can run, inside functions too: a lazy import up the layers is a knot
-    found = violations(import_graph(PACKAGE_DIR), PACKAGE_DIR)
+    # every import, inside functions and for type checkers too: a lazy import up the layers is a
+    # knot, and so is a type named from above
+    found = violations(import_graph(PACKAGE_DIR, typing=True), PACKAGE_DIR)
     assert not found, "imports up the layers (tieaudit.layers):\n" + "\n".join(found)
+
+
+def test_the_package_root_holds_few_modules_and_each_folder_is_a_layer() -> None:
+    root = sorted(p.name for p in PACKAGE_DIR.glob("*.py"))
+    assert len(root) <= 12, root
+    folders = sorted(p.name for p in PACKAGE_DIR.iterdir()
+                     if p.is_dir() and (p / "__init__.py").is_file())  # fmt: skip
+    patterns = {p for layer in LAYERS for p in layer.patterns}
+    assert all(f"{f}/*" in patterns for f in folders), (folders, patterns)
+
+
+def test_a_layer_imports_what_it_names_and_what_those_import() -> None:
+    layers = (Layer("a", "", ("a/*",)), Layer("b", "", ("b/*",), ("a",)),
+              Layer("c", "", ("c/*",)), Layer("d", "", ("d/*",), ("b", "c")))  # fmt: skip
+    assert allowed(layers) == {"a": (), "b": ("a",), "c": (), "d": ("a", "b", "c")}
+    with pytest.raises(ValueError, match="layer b: imports c, which are not layers listed"):
+        allowed((layers[0], Layer("b", "", (), ("c",)), layers[2]))
+    table = markdown_table(layers)
+    assert table.splitlines()[2] == "| d |  | `d/` | c, b, a |"
+    # the package's own: the evaluator's layers each import the one before, never the pipeline's
+    may = allowed()
+    assert may["ties"] == ("common", "tables") and may["evaluation"][-1] == "ties"
+    assert "scorers" not in may["evaluation"] and "tables" not in may["scorers"]
 
 
 def test_an_import_up_the_layers_is_found(tmp_path: Path) -> None:
@@ -32,8 +58,13 @@ def test_an_import_up_the_layers_is_found(tmp_path: Path) -> None:
              "low/a.py": "def f():\n    from pkg import high\n"}  # fmt: skip
     for name, text in files.items():
         (pkg / name).write_text(text)
-    layers = (Layer("low", "", ("__init__.py", "low/*")), Layer("high", "", ("high.py",)))
+    layers = (Layer("low", "", ("__init__.py", "low/*")), Layer("high", "", ("high.py",), ("low",)))
     assert violations(import_graph(pkg), pkg, layers) == ["low/a.py (low) imports high.py (high)"]
+    # beside each other, neither imports the other
+    apart = (layers[0], Layer("high", "", ("high.py",)))
+    assert violations(import_graph(pkg), pkg, apart) == [
+        "high.py (high) imports low/__init__.py (low)", "high.py (high) imports low/a.py (low)",
+        "low/a.py (low) imports high.py (high)"]
     with pytest.raises(ValueError, match="high.py: in no layer"):
         layer_of("high.py", layers[:1])
     with pytest.raises(ValueError, match="in low, low2"):

@@ -1,4 +1,4 @@
-"""The library's import graph (tieaudit.dependencies.import_graph) has no cycle, and the library
+"""The library's import graph (tieaudit.pipeline.dependencies.import_graph) has no cycle, and the library
 files a workflow step depends on (library_files, script_inputs() in workflow/rules/common.smk)
 follow the imports."""
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tieaudit.dependencies import import_graph, library_files
+from tieaudit.pipeline.dependencies import import_graph, library_files
 
 LIB = Path(__file__).resolve().parents[1] / "src" / "tieaudit"
 
@@ -37,7 +37,9 @@ def _cycle(graph: dict[Path, set[Path]]) -> list[Path] | None:
 
 
 def test_import_graph_has_no_cycle() -> None:
-    graph = import_graph(LIB, top_level=True)
+    # every import: at the top, inside functions and for type checkers; two modules that name
+    # each other, even only for annotations, cannot be read apart
+    graph = import_graph(LIB, typing=True)
     cycle = _cycle(graph)
     assert cycle is None, " -> ".join(str(p.relative_to(LIB)) for p in cycle)
 
@@ -70,6 +72,10 @@ def test_import_graph_reads_relative_absolute_and_package_imports(tmp_path: Path
              for p, v in import_graph(pkg).items()}  # fmt: skip
     # the function's ``from . import d`` (and the package it names), never the TYPE_CHECKING one
     assert every["a.py"] == ["__init__.py", "b.py", "d.py"]
+    # for a reader the TYPE_CHECKING import ties a.py to c.py all the same
+    typed = import_graph(pkg, typing=True)
+    assert sorted(q.relative_to(pkg).as_posix() for q in typed[pkg / "a.py"]) == [
+        "__init__.py", "b.py", "c.py", "d.py"]
     got = [p.relative_to(pkg).as_posix() for p in library_files(modules=["pkg.b"], package_dir=pkg)]
     # importing pkg.b runs pkg/__init__.py, which imports a.py, which imports the rest
     assert got == ["__init__.py", "a.py", "b.py", "c.py", "d.py", "sub/__init__.py", "sub/e.py"]
@@ -81,11 +87,15 @@ def test_import_graph_reads_relative_absolute_and_package_imports(tmp_path: Path
 @pytest.mark.parametrize(
     ("module", "needs", "not_needed"),
     [
-        ("evaluate", ["ties.py", "values.py", "rules/base.py", "rules/hashed.py"],
-         ["audit.py", "fullcatalog.py"]),
-        ("fullcatalog", ["rules/ids.py", "blocks.py", "sampling.py"], ["audit.py"]),
-        ("audit", ["evaluate.py", "rules/expected.py"], ["fullcatalog.py"]),
-        ("data.download", ["_atomic.py"], ["evaluate.py", "rules/base.py", "ties.py"]),
+        ("evaluation.evaluate", ["ties/structure.py", "ties/values.py", "ties/rules/base.py",
+                                 "ties/rules/hashed.py"],
+         ["analyses/audit.py", "analyses/fullcatalog.py"]),
+        ("analyses.fullcatalog", ["ties/rules/ids.py", "ties/blocks.py", "pipeline/sampling.py"],
+         ["analyses/audit.py"]),
+        ("analyses.audit", ["evaluation/evaluate.py", "ties/rules/expected.py"],
+         ["analyses/fullcatalog.py"]),
+        ("data.download", ["common/atomic.py"],
+         ["evaluation/evaluate.py", "ties/rules/base.py", "ties/structure.py"]),
     ],
 )  # fmt: skip
 def test_library_files_of_a_step(module: str, needs: list[str], not_needed: list[str]) -> None:
@@ -93,6 +103,6 @@ def test_library_files_of_a_step(module: str, needs: list[str], not_needed: list
                                                                   package_dir=LIB)}  # fmt: skip
     assert {module.replace(".", "/") + ".py", "__init__.py"} | set(needs) <= got
     assert not got & set(not_needed)
-    if "rules/__init__.py" in got:  # the rules package imports (registers) every rule module
-        assert {f"rules/{m}.py" for m in ("input_order", "bounds", "expected", "hashed", "random",
-                                          "ids")} <= got  # fmt: skip
+    if "ties/rules/__init__.py" in got:  # the rules package imports (registers) every rule
+        assert {f"ties/rules/{m}.py" for m in ("input_order", "bounds", "expected", "hashed",
+                                               "random", "ids")} <= got  # fmt: skip

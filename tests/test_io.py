@@ -1,4 +1,4 @@
-"""tieaudit.io: atomic writes (no temp files, never a half-written file) and table rendering."""
+"""tieaudit.common.io: atomic writes (no temp files, never a half-written file) and table rendering."""
 
 from __future__ import annotations
 
@@ -11,9 +11,10 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from tieaudit import _atomic, _parquet
-from tieaudit import io as tio
-from tieaudit.io import (
+from tieaudit.common import atomic as _atomic
+from tieaudit.common import parquet as _parquet
+from tieaudit.common import io as tio
+from tieaudit.common.io import (
     atomic_write_bytes,
     atomic_write_text,
     frame_to_markdown,

@@ -1,4 +1,4 @@
-"""tieaudit.measures: parsing measure names and the values of HR, nDCG and MRR at a rank."""
+"""tieaudit.ties.measures: parsing measure names and the values of HR, nDCG and MRR at a rank."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from tieaudit.measures import (
+from tieaudit.ties.measures import (
     DEFAULT_MEASURES,
     MEASURE_NAMES,
     Measure,

@@ -1,4 +1,4 @@
-"""tieaudit._memory: the processes that evaluate chunk after chunk keep the memory they free."""
+"""tieaudit.common.memory: the processes that evaluate chunk after chunk keep the memory they free."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from tieaudit import cli
-from tieaudit._memory import keep_freed_memory
+from tieaudit.common.memory import keep_freed_memory
 
 
 @pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="a glibc setting")

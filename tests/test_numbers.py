@@ -1,4 +1,4 @@
-"""tieaudit._numbers: the one ASCII number grammar every reader applies, against Python's float."""
+"""tieaudit.common.numbers: the one ASCII number grammar every reader applies, against Python's float."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tieaudit._numbers import (
+from tieaudit.common.numbers import (
     INTEGER,
     NUMBER,
     inexact_integer,

@@ -3,7 +3,7 @@ come with ``tieaudit[pipeline]``; each step's conda environment under workflow/e
 its script imports, and no test tools.
 
 The dependency lists are checked against the imports the code actually makes
-(:mod:`tieaudit.dependencies`); the evaluator is run with every other package made unimportable,
+(:mod:`tieaudit.pipeline.dependencies`); the evaluator is run with every other package made unimportable,
 and (slow) in a fresh virtual environment with only the core dependencies installed.
 """
 
@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tieaudit.dependencies import PACKAGE_DIR, library_files, third_party_imports
+from tieaudit.pipeline.dependencies import PACKAGE_DIR, library_files, third_party_imports
 
 ROOT = Path(__file__).resolve().parents[1]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())

@@ -1,4 +1,4 @@
-"""The results page (tieaudit.page): built from a results/paper/ folder written by the library's
+"""The results page (tieaudit.outputs.page): built from a results/paper/ folder written by the library's
 own pieces, it holds every paper table with the CSV's numbers, the flips, the verdicts, the
 figures inline, the checklists collapsed and the provenance; and in headless Chromium it renders
 every table and figure without a single request leaving the page.
@@ -20,10 +20,10 @@ import pandas as pd
 import pytest
 
 from tieaudit import evaluate
-from tieaudit.compare import ModelRows, flips_markdown, orderings, ranking_flips
-from tieaudit.figures import rules_figure, save
-from tieaudit.io import atomic_write_text, write_table
-from tieaudit.page import (
+from tieaudit.analyses.compare import ModelRows, flips_markdown, orderings, ranking_flips
+from tieaudit.outputs.figures import rules_figure, save
+from tieaudit.common.io import atomic_write_text, write_table
+from tieaudit.outputs.page import (
     DataFile,
     PageInputs,
     inline_svg,
@@ -32,7 +32,7 @@ from tieaudit.page import (
     page_date,
     results_page,
 )
-from tieaudit.papertables import paper_cells, paper_markdown, paper_table
+from tieaudit.outputs.papertables import paper_cells, paper_markdown, paper_table
 
 CHROMIUM = "/usr/bin/chromium"
 BROWSER_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
@@ -180,7 +180,7 @@ class _Page(HTMLParser):
 
 
 def expected_tables(paper: Path, dataset: str, setting: str = "sampled") -> dict[str, list]:
-    """metric -> [header, *rows] as the CSV's numbers print (tieaudit.papertables.paper_cells)."""
+    """metric -> [header, *rows] as the CSV's numbers print (tieaudit.outputs.papertables.paper_cells)."""
     frame = pd.read_csv(paper / f"paper_{dataset}_{setting}.csv")
     out = {}
     for metric in dict.fromkeys(frame["metric"]):
@@ -257,7 +257,7 @@ def test_evaluators_section_only_when_the_file_is_an_input(tmp_path) -> None:
 
 
 def test_the_casting_table_has_its_section_when_the_run_wrote_it(tmp_path) -> None:
-    from tieaudit.precision import cast_summary
+    from tieaudit.analyses.casting import cast_summary
 
     inp = write_paper_dir(tmp_path / "paper")
     assert 'id="casting"' not in results_page(inp)

@@ -1,4 +1,4 @@
-"""Paper tables (tieaudit.papertables): scorers x rules with a block per measure, the legend,
+"""Paper tables (tieaudit.outputs.papertables): scorers x rules with a block per measure, the legend,
 and LaTeX that pdflatex compiles into the text width of a two-column paper."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import subprocess
 import pandas as pd
 import pytest
 
-from tieaudit.papertables import paper_cells, paper_latex, paper_markdown, paper_table
+from tieaudit.outputs.papertables import paper_cells, paper_latex, paper_markdown, paper_table
 
 RULES = ["input_order", "optimistic", "pessimistic", "expected", "hash:3", "hash_mean"]
 SCORERS = ["attribute_overlap", "residualized_attribute"]

@@ -1,4 +1,4 @@
-"""tieaudit._parquet: Parquet written with page checksums and a footer digest, read back verified.
+"""tieaudit.common.parquet: Parquet written with page checksums and a footer digest, read back verified.
 
 The promise: a damaged file is an error naming it, never a silently different table. Checked by
 flipping single bits all over small files, through the readers the pipeline uses.
@@ -12,10 +12,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from tieaudit import _parquet
-from tieaudit._parquet import FOOTER_KEY, ParquetReadError, read_parquet, read_table
-from tieaudit.candidates import CandidateError, read_candidates
-from tieaudit.io import write_table
+from tieaudit.common import parquet as _parquet
+from tieaudit.common.parquet import FOOTER_KEY, ParquetReadError, read_parquet, read_table
+from tieaudit.tables.candidates import CandidateError, read_candidates
+from tieaudit.common.io import write_table
 
 
 def scores_frame(n_rows: int = 20, per_row: int = 6, seed: int = 0) -> pd.DataFrame:

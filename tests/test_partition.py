@@ -1,6 +1,6 @@
-"""Rows split into parts (tieaudit.partition, the pipeline's evaluation.row_chunks): the parts
+"""Rows split into parts (tieaudit.pipeline.partition, the pipeline's evaluation.row_chunks): the parts
 are the table's consecutive rows, and their per-row values merge into the unsplit evaluation's
-summary to the last bit (tieaudit.partvalues)."""
+summary to the last bit (tieaudit.evaluation.parts)."""
 
 from __future__ import annotations
 
@@ -14,11 +14,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tieaudit import evaluate
-from tieaudit.candidates import as_table
-from tieaudit.io import frame_to_text, write_table
-from tieaudit.partition import part_bounds, part_place, placed, row_part
-from tieaudit.partvalues import RowValues, merged_sums, row_values
-from tieaudit.rules import rule_kinds
+from tieaudit.tables.candidates import as_table
+from tieaudit.common.io import frame_to_text, write_table
+from tieaudit.pipeline.partition import part_bounds, part_place, placed, row_part
+from tieaudit.evaluation.parts import RowValues, merged_sums, row_values
+from tieaudit.ties.rules import rule_kinds
 from tieaudit.testing import candidate_frames, summary_frames
 from tests.conftest import examples
 

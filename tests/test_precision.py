@@ -12,8 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import examples
-from tieaudit.candidates import as_table
-from tieaudit.precision import CAST_COLUMNS, cast_scores, cast_summary, cast_table, parse_precision
+from tieaudit.tables.candidates import as_table
+from tieaudit.analyses.casting import CAST_COLUMNS, cast_summary
+from tieaudit.tables.precision import cast_scores, cast_table, parse_precision
 
 
 def _bf16_reference(x: float) -> float:
@@ -190,9 +191,9 @@ def test_audit_casts_chunk_by_chunk_as_the_whole_table(tmp_path, capsys) -> None
     """With --chunk-rows the file is read, cast and audited a chunk at a time (the cast's
     effect streamed too): the same line and the same files as the whole table cast at once."""
     from tieaudit import read_candidates
-    from tieaudit.audit import audit
+    from tieaudit.analyses.audit import audit
     from tieaudit.cli import main
-    from tieaudit.precision import cast_table
+    from tieaudit.tables.precision import cast_table
 
     data = _near_ties(tmp_path / "c.csv")
     args = ["-m", "nDCG@10", "HR@10", "-r", "input_order", "expected", "hash:0",

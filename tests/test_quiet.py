@@ -1,4 +1,4 @@
-"""tieaudit.quiet (``make demo``, ``make paper``): Snakemake's output sorted on recorded logs, a
+"""tieaudit.pipeline.quiet (``make demo``, ``make paper``): Snakemake's output sorted on recorded logs, a
 progress line, warnings and errors in full, the whole log in a file, and on failure the error,
 the failed job's own log and where the whole log is. The recorded logs are replayed through a
 subprocess, as Snakemake's output would come: no workflow runs here."""
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tieaudit.quiet import LogFilter, main, run
+from tieaudit.pipeline.quiet import LogFilter, main, run
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "snakemake"
 # make demo's output (its first three job blocks whole, then each job's stamp, end and progress)
@@ -115,7 +115,7 @@ def test_main_runs_the_command_after_the_separator(tmp_path: Path,
 
 @pytest.mark.parametrize("target", ["demo", "paper"])
 def test_make_runs_every_snakemake_through_the_quiet_runner(target: str) -> None:
-    """``make demo`` and ``make paper`` alike: each Snakemake command through tieaudit.quiet with
+    """``make demo`` and ``make paper`` alike: each Snakemake command through tieaudit.pipeline.quiet with
     its whole log under results/logs/, then the summary of where the results are."""
     import subprocess
 
@@ -123,7 +123,7 @@ def test_make_runs_every_snakemake_through_the_quiet_runner(target: str) -> None
     recipe = subprocess.run(["make", "-n", target], cwd=root, capture_output=True, text=True,
                             check=True).stdout.replace("\\\n", " ")  # fmt: skip
     runs = [line for line in recipe.splitlines() if "snakemake" in line and "echo" not in line]
-    assert runs and all(re.search(r"-m tieaudit\.quiet --log results/logs/\S+\.log ", line)
+    assert runs and all(re.search(r"-m tieaudit\.pipeline\.quiet --log results/logs/\S+\.log ", line)
                         for line in runs), runs  # fmt: skip
     summary = [line for line in recipe.splitlines() if line.startswith("echo")]
     assert any("results/paper/index.html" in line for line in summary), summary

@@ -1,4 +1,4 @@
-"""``random:SEED`` (tieaudit.rules.random): the keyed permutation of a table's line numbers is a
+"""``random:SEED`` (tieaudit.ties.rules.random): the keyed permutation of a table's line numbers is a
 bijection computed for any lines without the others, equal to the written-out definition, as
 uniform over seeds as a shuffle; a chunk of a huge table costs its own lines only; the values
 are the same in memory, in many chunks (CSV, Parquet spans, record batches) and with ``jobs=2``,
@@ -20,11 +20,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tieaudit import evaluate
-from tieaudit.candidates import as_table
+from tieaudit.tables.candidates import as_table
 from tieaudit.cli import main
-from tieaudit.rules import random as random_rule
-from tieaudit.rules.random import ROUNDS, shuffled_position, shuffled_positions
-from tieaudit.stream import evaluate_stream
+from tieaudit.ties.rules import random as random_rule
+from tieaudit.ties.rules.random import ROUNDS, shuffled_position, shuffled_positions
+from tieaudit.evaluation.stream import evaluate_stream
 from tieaudit.testing import candidate_frames, cut_points
 from tests.conftest import examples
 from tests.oracle import random_positions

@@ -1,4 +1,4 @@
-"""Paper tables (tieaudit.report): the full-catalog block of columns beside the sampled one;
+"""Paper tables (tieaudit.outputs.report): the full-catalog block of columns beside the sampled one;
 compare.md judges each pattern on the datasets it is about and says when the data are stand-ins."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from tieaudit.report import (
+from tieaudit.outputs.report import (
     collect,
     combined_checklist,
     compare_markdown,

@@ -27,7 +27,7 @@ import yaml
 
 from tests import launch
 from tests.test_config_validation import MINI
-from tieaudit.dependencies import library_files
+from tieaudit.pipeline.dependencies import library_files
 from tieaudit.sources import source_module
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -1,5 +1,5 @@
 """reversed_input, the worked example of a tie rule added as one module
-(:mod:`tieaudit.rules.reversed_input`): the order ``np.argsort(scores)[::-1]`` gives.
+(:mod:`tieaudit.ties.rules.reversed_input`): the order ``np.argsort(scores)[::-1]`` gives.
 
 Every reference here is that numpy expression (``kind="stable"``, so the order of equal scores is
 defined) applied to each row's scores in stored order; it shares no code with the rule.
@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 
 from tests.oracle import COLS, lines_by_row, ranks_by_row, relevant_ranks, summarise
 from tieaudit import evaluate
-from tieaudit.audit import invariance
+from tieaudit.analyses.audit import invariance
 from tieaudit.cli import main
-from tieaudit.fullcatalog import full_catalog_candidates
+from tieaudit.analyses.fullcatalog import full_catalog_candidates
 from tieaudit.scorers import get_scorer
 from tieaudit.testing import candidate_frames
 from tests.conftest import examples
@@ -133,7 +133,7 @@ def test_full_catalogue_equals_argsort_of_the_materialised_rows(position: str) -
 
 
 def test_not_invariant_by_design_and_the_audit_agrees() -> None:
-    from tieaudit.rules import TieRule
+    from tieaudit.ties.rules import TieRule
 
     assert not TieRule("reversed_input").invariant_by_design
     frame = pd.DataFrame([(f"r{r}", "u", f"i{j}", int(j == 0), 1.0) for r in range(3)

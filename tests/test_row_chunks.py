@@ -15,7 +15,7 @@ import pytest
 from tests.conftest import rule_facts
 from tests.test_config_validation import config, snakemake
 from tests.test_reruns import conditional_rules, dry_run_jobs, rule_scripts
-from tieaudit.dependencies import library_files
+from tieaudit.pipeline.dependencies import library_files
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.workflow  # Snakemake plans the workflow: make test-fast leaves it out

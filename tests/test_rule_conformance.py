@@ -8,10 +8,11 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pytest
 
-from tieaudit._arrays import segment_sums
-from tieaudit.rules import RefLine, RuleKind, rule_kinds
-from tieaudit.rules import base as rules_base
-from tieaudit.rules.input_order import InputOrder
+from tieaudit.common.arrays import segment_sums
+from tieaudit.tables import summary
+from tieaudit.ties.rules import RefLine, RuleKind, rule_kinds
+from tieaudit.ties.rules import base as rules_base
+from tieaudit.ties.rules.input_order import InputOrder
 from tieaudit.testing import check_tie_rule
 
 
@@ -25,6 +26,9 @@ class _Registered:
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch, kind: RuleKind) -> None:
         monkeypatch.setitem(rules_base._REGISTRY, kind.name, kind)
+        if kind.records:  # the summary table's column it records, as register() declares it
+            column = summary.RecordedColumn(kind.name, kind.seeded, kind.capped)
+            monkeypatch.setitem(summary._COLUMNS, kind.name, column)
 
 
 class _WrongOrder(InputOrder):

@@ -1,4 +1,4 @@
-"""tieaudit.rules: parsing tie rules, seeds required or forbidden, and the str round trip; the
+"""tieaudit.ties.rules: parsing tie rules, seeds required or forbidden, and the str round trip; the
 numeric-id orders and the mean-rank plug-in against hand-computed values."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 
-from tieaudit.evaluate import evaluate
-from tieaudit.measures import parse_measures
-from tieaudit.rules import DEFAULT_RULES, RULE_KINDS, TieRule, parse_rule, parse_rules
+from tieaudit.evaluation.evaluate import evaluate
+from tieaudit.ties.measures import parse_measures
+from tieaudit.ties.rules import DEFAULT_RULES, RULE_KINDS, TieRule, parse_rule, parse_rules
 from tieaudit.testing import tie_rules
 from tests.conftest import examples
 

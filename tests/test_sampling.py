@@ -1,4 +1,4 @@
-"""tieaudit.sampling: choosing evaluation rows and building candidate lists."""
+"""tieaudit.pipeline.sampling: choosing evaluation rows and building candidate lists."""
 
 from __future__ import annotations
 
@@ -8,14 +8,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tieaudit.sampling import (
+from tieaudit.pipeline.sampling import (
     CANDIDATE_COLUMNS,
     InsufficientNegativesError,
     build_candidates,
     row_id,
     sample_rows,
 )
-from tieaudit.seeds import make_seed
+from tieaudit.common.seeds import make_seed
 from tests.conftest import examples
 
 N_ITEMS = 300
@@ -269,7 +269,7 @@ def test_sample_rows_basic_and_seeded(data):
 def test_sample_rows_says_when_n_rows_is_more_than_the_users(data, caplog):
     _, heldout = data
     n = len(heldout)
-    with caplog.at_level("WARNING", logger="tieaudit.sampling"):
+    with caplog.at_level("WARNING", logger="tieaudit.pipeline.sampling"):
         sample_rows(heldout, n, seed=1)
         sample_rows(heldout, None, seed=1)
         assert caplog.records == []  # exactly all, or all asked for: nothing to say
@@ -290,7 +290,7 @@ def test_sample_rows_is_uniform():
 def test_many_rounds_give_the_same_stream_result(monkeypatch):
     """Nearly exhausting the allowed items needs several draw rounds; the result is still the
     documented 'first n distinct allowed stream values', and other rows do not change it."""
-    import tieaudit.sampling as sampling
+    import tieaudit.pipeline.sampling as sampling
 
     calls = []
     original = sampling._stream_indices

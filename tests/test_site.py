@@ -59,7 +59,7 @@ def test_the_site_has_every_page(site: Path) -> None:
 def test_reference_pages_are_made_from_what_they_describe(site: Path) -> None:
     import tieaudit
     from tieaudit.cli import _parser
-    from tieaudit.rules import rule_kinds
+    from tieaudit.ties.rules import rule_kinds
 
     api = (site / "reference/_generated/api.html").read_text(encoding="utf-8")
     for name in tieaudit.__all__:
@@ -107,9 +107,9 @@ def test_api_reference_and_a_formula_in_headless_chromium(site: Path) -> None:
             page = context.new_page()
             page.goto(api)
             page.wait_for_load_state("load")
-            entry = page.locator("dt#tieaudit\\.evaluate\\.evaluate")
+            entry = page.locator("dt#tieaudit\\.evaluation\\.evaluate\\.evaluate")
             assert entry.is_visible()
-            text = page.locator("dl:has(> dt#tieaudit\\.evaluate\\.evaluate)").inner_text()
+            text = page.locator("dl:has(> dt#tieaudit\\.evaluation\\.evaluate\\.evaluate)").inner_text()
             assert "Evaluate" in text and "rank_cap" in text, text[:500]
             page.goto(formulas)
             page.wait_for_selector("mjx-container svg", timeout=30_000)  # MathJax rendered

@@ -1,4 +1,4 @@
-"""tieaudit.split: leave-last-out by time and by the Amazon split column; item popularity."""
+"""tieaudit.pipeline.split: leave-last-out by time and by the Amazon split column; item popularity."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tieaudit.split import Split, item_popularity, leave_last_out
+from tieaudit.pipeline.split import Split, item_popularity, leave_last_out
 
 
 def frame(rows, split=None) -> pd.DataFrame:

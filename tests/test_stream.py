@@ -1,4 +1,4 @@
-"""Streamed evaluation (tieaudit.stream, tieaudit.batches, tieaudit.sums): chunks of whole rows
+"""Streamed evaluation (tieaudit.evaluation.stream, tieaudit.tables.inputs, tieaudit.evaluation.sums): chunks of whole rows
 give the in-memory summary; rows that are not contiguous across chunks are refused."""
 
 from __future__ import annotations
@@ -18,15 +18,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tieaudit import evaluate
-from tieaudit.audit import audit
-from tieaudit.batches import open_source, plan_spans, read_span, whole_rows
-from tieaudit.candidates import CandidateError
+from tieaudit.analyses.audit import audit
+from tieaudit.tables.inputs import open_source, plan_spans, read_span, whole_rows
+from tieaudit.tables.candidates import CandidateError
 from tieaudit.cli import main
-from tieaudit.io import frame_to_text
-from tieaudit.compare import ModelRows, compare, negatives_note, orderings, ranking_flips
-from tieaudit.rules import rule_kinds
-from tieaudit.rules import parse_rules
-from tieaudit.stream import (
+from tieaudit.common.io import frame_to_text
+from tieaudit.analyses.compare import ModelRows, compare, negatives_note, orderings, ranking_flips
+from tieaudit.ties.rules import rule_kinds
+from tieaudit.ties.rules import parse_rules
+from tieaudit.evaluation.stream import (
     Cost,
     Progress,
     chunk_budget,
@@ -35,7 +35,7 @@ from tieaudit.stream import (
     map_chunks,
     parse_memory,
 )
-from tieaudit.sums import Sums
+from tieaudit.evaluation.sums import Sums
 from tieaudit.testing import candidate_frames, cut_points, summary_frames, tie_rules
 from tests.conftest import examples
 

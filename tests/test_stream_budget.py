@@ -1,4 +1,4 @@
-"""The memory budget of chunked reading (tieaudit.stream): a chunk's cost counts its lines and
+"""The memory budget of chunked reading (tieaudit.evaluation.stream): a chunk's cost counts its lines and
 its rows for the rules, measures, seeds and per-row values asked for, so chunks of short rows
 shrink where the rows cost more; every chunk fits the budget whatever the length of the rows
 (CSV blocks, Parquet spans, pieces of a row group); the audit and the comparison read through
@@ -16,13 +16,13 @@ import pyarrow.parquet as pq
 import pytest
 
 from tieaudit import evaluate
-from tieaudit import stream as stream_module
-from tieaudit.audit import audit
-from tieaudit.batches import RowCheck, RowKeys, open_source
-from tieaudit.compare import compare
-from tieaudit.rules import parse_rules
-from tieaudit.rules import random as random_rule
-from tieaudit.stream import (
+from tieaudit.evaluation import stream as stream_module
+from tieaudit.analyses.audit import audit
+from tieaudit.tables.inputs import RowCheck, RowKeys, open_source
+from tieaudit.analyses.compare import compare
+from tieaudit.ties.rules import parse_rules
+from tieaudit.ties.rules import random as random_rule
+from tieaudit.evaluation.stream import (
     BASELINE,
     BYTES_PER_LINE,
     MIN_LINES,

@@ -1,12 +1,12 @@
 """Summary tables: one line per row, the relevant item's tie group as counts.
 
-A summary table (:mod:`tieaudit.candidates`, "Summary tables") must evaluate and audit exactly as
+A summary table (:mod:`tieaudit.tables.candidates`, "Summary tables") must evaluate and audit exactly as
 the stored table it summarises. The references derive the summary of a stored *member*
 table by brute force with the shared oracle (tests/oracle.py): each row's tie group is sorted
 under each ordered rule with Python's ``sorted`` on the rule's key (stored position, item id
 ascending or descending, ``hash_key``) and the relevant item's place is read off; whole rows are
 ranked the same way for the ranks. For ``random:SEED`` a pure-Python transcription of the
-rotation documented in :func:`tieaudit.rules.random.summary_random_before` is used.
+rotation documented in :func:`tieaudit.ties.rules.random.summary_random_before` is used.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from tests import oracle
 from tieaudit import CandidateTable, evaluate, hash_key, read_candidates
-from tieaudit.audit import (
+from tieaudit.analyses.audit import (
     audit,
     checklist,
     diagnostics,
@@ -31,10 +31,10 @@ from tieaudit.audit import (
     permute_within_rows,
     tie_diagnostics,
 )
-from tieaudit.candidates import CandidateError
+from tieaudit.tables.candidates import CandidateError
 from tieaudit.cli import main
-from tieaudit.evaluate import hash_seed_ranks, summary_random_before
-from tieaudit.io import write_table
+from tieaudit.evaluation.evaluate import hash_seed_ranks, summary_random_before
+from tieaudit.common.io import write_table
 from tieaudit.testing import candidate_frames, summary_frames
 from tests.conftest import examples
 
@@ -911,7 +911,7 @@ def test_checklist_of_untied_summary_says_the_place_does_not_matter() -> None:
 
 
 def test_seed_ranges_in_messages() -> None:
-    from tieaudit.rules.hashed import _seed_ranges
+    from tieaudit.ties.rules.hashed import _seed_ranges
 
     assert _seed_ranges([0, 1, 2, 5, 7, 8]) == "0..2, 5, 7..8"
     assert _seed_ranges([4]) == "4" and _seed_ranges([]) == ""

@@ -1,4 +1,4 @@
-"""tieaudit.trec and ``tieaudit evaluate|audit --run --qrels``: trec_eval's numbers by hand.
+"""tieaudit.tables.trec and ``tieaudit evaluate|audit --run --qrels``: trec_eval's numbers by hand.
 
 The fixture run (tests/fixtures/trec/sample.run) has two evaluated queries with ties:
 
@@ -32,8 +32,8 @@ from hypothesis import strategies as st
 
 from tieaudit import evaluate
 from tieaudit.cli import main
-from tieaudit.measures import parse_measure
-from tieaudit.trec import TrecError, read_qrels, read_run, read_trec
+from tieaudit.ties.measures import parse_measure
+from tieaudit.tables.trec import TrecError, read_qrels, read_run, read_trec
 from tests.conftest import examples
 
 FIX = Path(__file__).parent / "fixtures" / "trec"
@@ -337,7 +337,7 @@ def test_cli_input_errors(tmp_path, capsys, command, args, fragment) -> None:
 
 
 def test_audit_of_a_run_with_a_query_that_retrieved_nothing_relevant(tmp_path) -> None:
-    from tieaudit.audit import audit
+    from tieaudit.analyses.audit import audit
 
     run = tmp_path / "r.txt"
     run.write_text("1 Q0 a 1 1 x\n1 Q0 b 2 1 x\n1 Q0 c 3 1 x\n2 Q0 c 1 5 x\n2 Q0 d 2 5 x\n")

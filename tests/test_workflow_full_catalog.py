@@ -19,7 +19,7 @@ import yaml
 
 from tests.conftest import run_snakemake
 from tieaudit import read_candidates
-from tieaudit.audit import AUDIT_FILES
+from tieaudit.analyses.audit import AUDIT_FILES
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow

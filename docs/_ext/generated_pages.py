@@ -22,7 +22,7 @@ OUT = DOCS / "reference" / "_generated"
 
 #: The extension points' protocols, documented beside the package's public names.
 PROTOCOLS = {
-    "Tie rules": ["tieaudit.rules.base.RuleKind"],
+    "Tie rules": ["tieaudit.ties.rules.base.RuleKind"],
     "Scorers": ["tieaudit.scorers.base.Scorer"],
     "Dataset sources": ["tieaudit.sources.base.Source", "tieaudit.sources.base.DatasetSource"],
 }
@@ -37,22 +37,82 @@ def _directive(name: str, obj: Any) -> str:
     return f"```{{eval-rst}}\n.. autodata:: {name}\n   :no-value:\n```\n"
 
 
+def _public_modules(package: str) -> list[Any]:
+    """The modules of the folder ``package`` that name public things (a non-empty ``__all__``),
+    by name (a subpackage's face among them)."""
+    import importlib
+    import pkgutil
+
+    face = importlib.import_module(package)
+    out = []
+    for info in sorted(pkgutil.iter_modules(face.__path__), key=lambda m: m.name):
+        if info.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"{package}.{info.name}")
+        if getattr(module, "__all__", None):
+            out.append(module)
+    return out
+
+
+def _defined(module: Any) -> list[str]:
+    """The names of ``module.__all__`` that the module defines itself (not those it hands on
+    from another module, documented there)."""
+    import ast
+
+    tree = ast.parse(inspect.getsource(module))
+    assigned = {t.id for node in tree.body if isinstance(node, ast.Assign | ast.AnnAssign)
+                for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
+                if isinstance(t, ast.Name)}  # fmt: skip
+    out = []
+    for name in module.__all__:
+        obj = getattr(module, name)
+        if inspect.isclass(obj) or inspect.isfunction(obj):
+            if obj.__module__ == module.__name__:
+                out.append(name)
+        elif name in assigned and not inspect.ismodule(obj):
+            out.append(name)
+    return out
+
+
 def api_page() -> str:
+    import importlib
+
     import tieaudit
+    from tieaudit.layers import LAYERS
 
     out = ["# API reference", "",
-           "The public names of `tieaudit` (its `__all__`; each is imported on first use), then "
-           "the protocols an extension implements. Everything here is the docstrings.", ""]  # fmt: skip
+           "The names of `tieaudit` itself (imported on first use), then every folder of the "
+           "package in the order of its layers (`tieaudit.layers`: the data's way, file to "
+           "table to ties to values to summary), each with its modules' public names (their "
+           "`__all__`), then the protocols an extension implements. Everything here is the "
+           "docstrings.", "", "## `tieaudit`", ""]  # fmt: skip
     for name in sorted(n for n in tieaudit.__all__ if not n.startswith("__")):
         obj = getattr(tieaudit, name)
         module = getattr(obj, "__module__", None) if inspect.isclass(obj) or callable(obj) else None
         target = f"{module}.{name}" if module else f"tieaudit.{tieaudit._SOURCE[name]}.{name}"
-        out += [f"## `tieaudit.{name}`", "", _directive(target, obj)]
-    out += ["## Extension protocols", ""]
+        role = "class" if inspect.isclass(obj) else "func" if callable(obj) else "data"
+        out.append(f"- `tieaudit.{name}`: {{py:{role}}}`{target}`")
+    out.append("")
+    for layer in LAYERS:
+        folders = [p[:-2] for p in layer.patterns if p.endswith("/*")]
+        for folder in folders:
+            package = f"tieaudit.{folder}"
+            face = importlib.import_module(package)
+            summary = (inspect.getdoc(face) or "").split("\n\n")[0].replace("\n", " ")
+            out += [f"## `{package}`", "", summary, ""]
+            for module in _public_modules(package):
+                names = _defined(module)
+                if not names:
+                    continue
+                first = (inspect.getdoc(module) or "").split("\n\n")[0].replace("\n", " ")
+                out += [f"### `{module.__name__}`", "", f"```{{eval-rst}}\n{first}\n```\n"]
+                for name in names:
+                    out.append(_directive(f"{module.__name__}.{name}", getattr(module, name)))
+    out += ["## Extension protocols", "",
+            "What an extension implements, documented with its folder above:", ""]  # fmt: skip
     for heading, names in PROTOCOLS.items():
-        out += [f"### {heading}", ""]
-        out += [_directive(n, type) for n in names]  # each a class
-    return "\n".join(out)
+        out.append(f"- {heading}: " + ", ".join(f"{{py:class}}`{n}`" for n in names))
+    return "\n".join(out) + "\n"
 
 
 def cli_page() -> str:

@@ -9,24 +9,25 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from . import __version__
-from ._memory import keep_freed_memory
-from ._numbers import parse_integer
-from .audit import AUDIT_FILES, DEFAULT_PERMUTATIONS, audit
-from .batches import PathInput
-from .candidates import (
+from .common.memory import keep_freed_memory
+from .common.numbers import parse_integer
+from .analyses.audit import AUDIT_FILES, DEFAULT_PERMUTATIONS, audit
+from .tables.inputs import PathInput
+from .tables.candidates import (
     COUNT_COLUMNS,
     REQUIRED_COLUMNS,
     CandidateError,
     CandidateTable,
 )
-from .compare import compare, flips_markdown
-from .evaluate import DEFAULT_SEEDS
-from .io import atomic_write_many, frame_to_text
-from .measures import DEFAULT_MEASURES, Measure, parse_measure, parse_measures
-from .precision import PRECISIONS, cast_effect, parse_precision
-from .rules import DEFAULT_RULES, help_text, parse_rule, parse_rules
-from .stream import DEFAULT_MEMORY, evaluate_stream, parse_memory
-from .trec import read_trec
+from .analyses.compare import compare, flips_markdown
+from .evaluation.evaluate import DEFAULT_SEEDS
+from .common.io import atomic_write_many, frame_to_text
+from .ties.measures import DEFAULT_MEASURES, Measure, parse_measure, parse_measures
+from .analyses.casting import cast_effect
+from .tables.precision import PRECISIONS, parse_precision
+from .ties.rules import DEFAULT_RULES, help_text, parse_rule, parse_rules
+from .evaluation.stream import DEFAULT_MEMORY, evaluate_stream, parse_memory
+from .tables.trec import read_trec
 
 _DEFAULT_METRICS = [str(m) for m in DEFAULT_MEASURES]
 _DEFAULT_RULES = [str(r) for r in DEFAULT_RULES]
@@ -41,10 +42,10 @@ equal scores. Optional per-row counts, repeated on every line of a row:
 {", ".join(COUNT_COLUMNS)} (the row's total number of relevant items, stored or not;
 candidates left unstored that score strictly above / below every relevant item of the row).
 
-A summary table (full-catalog evaluation, `tieaudit.fullcatalog`) has one line per row, its
+A summary table (full-catalog evaluation, `tieaudit.analyses.fullcatalog`) has one line per row, its
 relevant item, with n_tied (candidates tied with it, none stored) and before:RULE columns (the
 tied candidates RULE puts first, e.g. before:input_order, before:item_id, before:hash:0); rules
-without their before: column cannot be evaluated on it (see `tieaudit.candidates`).
+without their before: column cannot be evaluated on it (see `tieaudit.tables.candidates`).
 
 Instead of FILE, --run RUN --qrels QRELS reads a TREC run (`qid Q0 docno rank score tag`, its
 line order is the stored order) and qrels (`qid 0 docno rel`, rel > 0 relevant); queries without
@@ -392,7 +393,7 @@ def _check_targets(inputs: dict[str, str | None], outputs: dict[str, str | Path 
                    candidates: dict[str, str | None] | None = None) -> None:  # fmt: skip
     """No output may be an input (writing it would replace the input) or another output (one
     would replace the other); both are named, before any work is done. ``candidates``: inputs
-    read as candidates tables, a file, folder or glob (:class:`tieaudit.batches.PathInput`): no
+    read as candidates tables, a file, folder or glob (:class:`tieaudit.tables.inputs.PathInput`): no
     output may be one of the files they read, nor lie inside a folder they read or match
     their glob (the next run would read it as candidates)."""
     seen = {_identity(path): what for what, path in reversed(inputs.items()) if path is not None}

@@ -24,7 +24,7 @@ from tests.data.httpserver import Faults, LoopbackServer
 from tieaudit.data import download as dl
 from tieaudit.data import partfile, transfer
 from tieaudit.data.download import DownloadError, LockEntry, LockFile, download, verify_file
-from tieaudit.seeds import make_rng
+from tieaudit.common.seeds import make_rng
 
 SIZE = 1_500_007  # a few MB at most, and not a multiple of any chunk size
 CHUNK = 64 * 1024

@@ -793,7 +793,7 @@ def test_synthetic_genome2021_and_generic(generated: dict[str, dict[str, Path]],
 
 
 # ------------------------------------------------------------------------------------------------
-# numbers: one ASCII grammar (tieaudit._numbers) for ratings and timestamps
+# numbers: one ASCII grammar (tieaudit.common.numbers) for ratings and timestamps
 
 
 @pytest.mark.parametrize(

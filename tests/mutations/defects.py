@@ -24,7 +24,7 @@ class Defect:
 DEFECTS: tuple[Defect, ...] = (
     Defect(
         name="id-order-reversed",
-        path="src/tieaudit/rules/ids.py",
+        path="src/tieaudit/ties/rules/ids.py",
         old="return -ties.table.item if self.descending else ties.table.item",
         new="return ties.table.item if self.descending else -ties.table.item",
         means="item_id and docno_desc break ties the wrong way on a stored table",
@@ -32,7 +32,7 @@ DEFECTS: tuple[Defect, ...] = (
     ),
     Defect(
         name="expected-off-by-one-place",
-        path="src/tieaudit/rules/expected.py",
+        path="src/tieaudit/ties/rules/expected.py",
         old="    c1 = np.cumsum(table)\n",
         new="    c1 = np.cumsum(np.append(table[1:], 0.0))\n",
         means="expected takes each place's gain from the place after it",
@@ -40,7 +40,7 @@ DEFECTS: tuple[Defect, ...] = (
     ),
     Defect(
         name="hash-seed-ignored",
-        path="src/tieaudit/hashing.py",
+        path="src/tieaudit/common/hashing.py",
         old="salt = np.uint64(_salt(seed))",
         new="salt = np.uint64(_salt(0))",
         means="the vectorised hash keys ignore the seed: every hash:S is hash:0",
@@ -48,7 +48,7 @@ DEFECTS: tuple[Defect, ...] = (
     ),
     Defect(
         name="dependency-package-init-dropped",
-        path="src/tieaudit/dependencies.py",
+        path="src/tieaudit/pipeline/dependencies.py",
         old="return {p for m in seen if (p := self.module_file(m)) is not None}",
         new='return {p for m in seen if (p := self.module_file(m)) is not None and p.stem != "__init__"}',
         means="package __init__ modules a step imports are left out of the derived step inputs",
@@ -67,7 +67,7 @@ DEFECTS: tuple[Defect, ...] = (
     ),
     Defect(
         name="parquet-write-not-deterministic",
-        path="src/tieaudit/_parquet.py",
+        path="src/tieaudit/common/parquet.py",
         old="self.add_key_value_metadata({FOOTER_KEY: _PLACEHOLDER})",
         new='self.add_key_value_metadata({FOOTER_KEY: _PLACEHOLDER, b"write_id": os.urandom(8).hex().encode()})',
         means="every Parquet table written carries a random id: same inputs, different bytes",
@@ -99,7 +99,7 @@ DEFECTS: tuple[Defect, ...] = (
     ),
     Defect(
         name="page-cell-not-escaped",
-        path="src/tieaudit/page.py",
+        path="src/tieaudit/outputs/page.py",
         old='cells.append(f"<td>{html.escape(text)}</td>")',
         new='cells.append(f"<td>{text}</td>")',
         means="a results-page table cell is written as raw HTML",
@@ -122,7 +122,7 @@ DEFECTS: tuple[Defect, ...] = (
     ),
     Defect(
         name="measure-cutoff-excludes-k",
-        path="src/tieaudit/measures.py",
+        path="src/tieaudit/ties/measures.py",
         old="hit = r <= self.k",
         new="hit = r < self.k",
         means="a relevant item at rank k counts as outside the top k",
@@ -130,7 +130,7 @@ DEFECTS: tuple[Defect, ...] = (
     ),
     Defect(
         name="audit-reversed-is-identity",
-        path="src/tieaudit/ties.py",
+        path="src/tieaudit/ties/structure.py",
         old="order = np.lexsort((-idx, table.row))",
         new="order = np.lexsort((idx, table.row))",
         means="the audit's 'reversed' permutation leaves every row as stored",
@@ -138,7 +138,7 @@ DEFECTS: tuple[Defect, ...] = (
     ),
     Defect(
         name="audit-shuffles-one-draw",
-        path="src/tieaudit/ties.py",
+        path="src/tieaudit/ties/structure.py",
         old='rng = make_rng(seed, "audit-shuffle", p)\n        rng.bit_generator.advance(offset)',
         new='rng = make_rng(seed, "audit-shuffle", 0)\n        rng.bit_generator.advance(offset)',
         means="every audit shuffle of a stored table is the same draw",
@@ -149,7 +149,7 @@ DEFECTS: tuple[Defect, ...] = (
     ),
     Defect(
         name="full-catalogue-history-tied",
-        path="src/tieaudit/fullcatalog.py",
+        path="src/tieaudit/analyses/fullcatalog.py",
         old="    tied[h_row, h_item] = False\n",
         new="",
         means="the full-catalogue reducer counts a user's history items in the tie group",
@@ -157,7 +157,7 @@ DEFECTS: tuple[Defect, ...] = (
     ),
     Defect(
         name="reader-csv-line-off-by-one",
-        path="src/tieaudit/candidates_io.py",
+        path="src/tieaudit/tables/read.py",
         old="numbers = [int(p) + (2 if csv_lines else 1) for p in shown_pos]",
         new="numbers = [int(p) + (1 if csv_lines else 1) for p in shown_pos]",
         means="a bad candidates CSV line is named one line too early",
@@ -165,7 +165,7 @@ DEFECTS: tuple[Defect, ...] = (
     ),
     Defect(
         name="reader-nan-score-accepted",
-        path="src/tieaudit/candidates_io.py",
+        path="src/tieaudit/tables/read.py",
         old='    bad(np.isnan(score), "missing or NaN score")\n',
         new="",
         means="a candidate with a missing or NaN score is read without an error",
@@ -173,7 +173,7 @@ DEFECTS: tuple[Defect, ...] = (
     ),
     Defect(
         name="audit-parts-gap-summed-per-part",
-        path="src/tieaudit/audit.py",
+        path="src/tieaudit/analyses/audit.py",
         old="replace(self.diagnostics, gap=_gaps(low, high, v.measures)))",
         new="self.diagnostics)",
         means="the audit's parts add their optimistic - pessimistic sums instead of the rows' "
@@ -182,7 +182,7 @@ DEFECTS: tuple[Defect, ...] = (
     ),
     Defect(
         name="parquet-page-checksums-off",
-        path="src/tieaudit/_parquet.py",
+        path="src/tieaudit/common/parquet.py",
         old="write_page_checksum=True, **options",
         new="write_page_checksum=False, **options",
         means="Parquet pages are written without their CRC-32",

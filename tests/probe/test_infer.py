@@ -13,11 +13,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tieaudit.evaluate import evaluate
-from tieaudit.measures import parse_measure
+from tieaudit.evaluation.evaluate import evaluate
+from tieaudit.ties.measures import parse_measure
 from tieaudit.probe import ProbeError, candidate_rules, probe
 from tieaudit.probe.calls import Caller, call_evaluator
-from tieaudit.candidates import CandidateTable
+from tieaudit.tables.candidates import CandidateTable
 from tieaudit.probe.cases import (
     MAX_HEIGHT,
     crafted_table,
@@ -27,8 +27,8 @@ from tieaudit.probe.cases import (
     standard_table,
 )
 from tieaudit.probe.report import summary, to_json, to_markdown
-from tieaudit.rules import RuleKind, TieRule, get_kind, rule_kinds
-from tieaudit.rules import base as rules_base
+from tieaudit.ties.rules import RuleKind, TieRule, get_kind, rule_kinds
+from tieaudit.ties.rules import base as rules_base
 
 from . import evaluators as E
 

@@ -8,7 +8,7 @@ import pandas.testing as pdt
 import pytest
 
 from tieaudit import evaluate
-from tieaudit.fullcatalog import full_catalog_candidates
+from tieaudit.analyses.fullcatalog import full_catalog_candidates
 from tieaudit.scorers import MatrixScorer, check_scorer
 
 USERS = ["u1", "u2", "u3"]

@@ -250,7 +250,7 @@ def test_last_ids_reuses_a_frozen_array_by_identity_and_compares_others():
 
 
 def test_full_catalog_scorers_look_the_catalogue_up_once(monkeypatch):
-    from tieaudit.fullcatalog import full_catalog_candidates
+    from tieaudit.analyses.fullcatalog import full_catalog_candidates
     from tieaudit.scorers._ids import LastIds
 
     rng = np.random.default_rng(5)

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tieaudit.sampling import build_candidates
+from tieaudit.pipeline.sampling import build_candidates
 from tieaudit.scorers import (
     AttributeOverlapScorer,
     ResidualizedAttributeScorer,

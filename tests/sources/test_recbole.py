@@ -18,9 +18,9 @@ import pytest
 from tieaudit import evaluate
 from tieaudit.sources.ingest import IngestError, ingest
 from tieaudit.sources.synthetic import generate
-from tieaudit.sampling import build_candidates, sample_rows
+from tieaudit.pipeline.sampling import build_candidates, sample_rows
 from tieaudit.scorers import get_scorer, score_candidates
-from tieaudit.split import leave_last_out
+from tieaudit.pipeline.split import leave_last_out
 
 INTER = "user_id:token\titem_id:token\trating:float\ttimestamp:float\n"
 ITEM = "item_id:token\tmovie_title:token_seq\trelease_year:token\tgenre:token_seq\n"

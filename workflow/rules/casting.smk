@@ -1,6 +1,6 @@
 # The casting table (paper.score_precisions): what casting each scorer's sampled scores to a
 # narrower type, or rounding them, does: the share of rows whose relevant item is then tied,
-# and the inflation of input_order over expected on the headline measures (tieaudit.precision).
+# and the inflation of input_order over expected on the headline measures (tieaudit.tables.precision).
 # The full catalogue's summary tables count their candidates instead of storing their scores,
 # so there is nothing to cast there: sampled candidates only.
 

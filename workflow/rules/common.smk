@@ -7,11 +7,11 @@ from pathlib import Path
 from urllib.parse import urlparse
 from urllib.request import url2pathname
 
-from tieaudit.dependencies import library_files
-from tieaudit.measures import parse_measure
-from tieaudit.precision import parse_precision
+from tieaudit.pipeline.dependencies import library_files
+from tieaudit.ties.measures import parse_measure
+from tieaudit.tables.precision import parse_precision
 from tieaudit.probe.adapters import adapter_names
-from tieaudit.rules import parse_rule
+from tieaudit.ties.rules import parse_rule
 from tieaudit.scorers import ScorerInterfaceError, ScorerLoadError, check_scorer_spec
 from tieaudit.sources import get_source, source_module
 
@@ -296,7 +296,7 @@ wildcard_constraints:
 
 def script_inputs(script, *modules):
     """The library files scripts/{script} imports, transitively (read from the sources when the
-    workflow is parsed, see tieaudit.dependencies), and those of `modules` (dotted names a
+    workflow is parsed, see tieaudit.pipeline.dependencies), and those of `modules` (dotted names a
     registry imports by name): inputs of the step's rule, so editing a module reruns exactly
     the steps that run it."""
     files = library_files(SCRIPTS / script, modules=modules, package_dir=LIB)
@@ -436,7 +436,7 @@ def seed_chunks():
 
 
 # evaluation.row_chunks: the rows of a dataset are scored, reduced and evaluated in this many
-# jobs (contiguous ranges of the stored rows, tieaudit.partition), merged exactly by one rule per
+# jobs (contiguous ranges of the stored rows, tieaudit.pipeline.partition), merged exactly by one rule per
 # kind of output. With one part, each step writes its final file itself (no merge job).
 ROW_CHUNKS = config["evaluation"]["row_chunks"]
 
@@ -521,7 +521,7 @@ def dataset_results(setting, name):
 
 def recorded_hash_seeds():
     """Hash seeds a full-catalog summary records for the configured rules (the registry's)."""
-    from tieaudit.rules import recorded_seeds
+    from tieaudit.ties.rules import recorded_seeds
 
     return recorded_seeds(
         config["evaluation"]["rules"], config["evaluation"]["n_seeds"]

@@ -73,7 +73,7 @@ rule evaluate:
 if ROW_CHUNKS > 1:
 
     # the parts' per-row values concatenated in part order and summed as one evaluation sums
-    # them: metrics.csv to the last bit (tieaudit.partvalues)
+    # them: metrics.csv to the last bit (tieaudit.evaluation.parts)
     rule merge_metrics:
         input:
             parts=parts_of(ROW_VALUES),
@@ -158,7 +158,7 @@ rule audit:
 if ROW_CHUNKS > 1:
 
     # the parts' per-row audit numbers concatenated in part order and summed as one audit sums
-    # them: the audit's files to the last bit (tieaudit.audit.AuditRows)
+    # them: the audit's files to the last bit (tieaudit.analyses.audit.AuditRows)
     rule merge_audit:
         input:
             parts=parts_of(AUDIT_ROWS),

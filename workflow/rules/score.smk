@@ -70,7 +70,7 @@ rule full_scores:
 if ROW_CHUNKS > 1:
 
     # evaluation.row_chunks: the parts of a setting's scores (score, full_scores) concatenated
-    # in part order: the file one job writes (tieaudit.partition).
+    # in part order: the file one job writes (tieaudit.pipeline.partition).
     rule merge_scores:
         input:
             parts=parts_of("results/{dataset}/{setting}/{scorer}/scores.parquet"),

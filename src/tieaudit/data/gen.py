@@ -28,7 +28,7 @@ from typing import IO, Any
 
 import numpy as np
 
-from tieaudit._atomic import atomic_path
+from tieaudit.common.atomic import atomic_path
 
 #: Star ratings (1..5) of items in and out of a user's taste cluster.
 _RATING_P_IN = np.array([0.04, 0.03, 0.07, 0.16, 0.70])

@@ -36,7 +36,7 @@ fields stay distinct.
 
 Writing
 -------
-Outputs go through :class:`tieaudit._parquet.ParquetWriter` (zstd, page checksums and a footer
+Outputs go through :class:`tieaudit.common.parquet.ParquetWriter` (zstd, page checksums and a footer
 digest) in row groups of ``ROW_GROUP_ROWS`` rows whatever the batch sizes, so equal input gives
 byte-identical output. Memory does not grow with the input: attribute pairs are sorted in runs of
 ``_RUN_ROWS`` that are spilled to a scratch folder beside the outputs and merged
@@ -73,9 +73,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tieaudit._arrays import sorted_unique
-from tieaudit._atomic import file_mode
-from tieaudit._parquet import ParquetWriter
+from tieaudit.common.arrays import sorted_unique
+from tieaudit.common.atomic import file_mode
+from tieaudit.common.parquet import ParquetWriter
 from tieaudit.data.streams import IngestError, _BadLines
 
 try:

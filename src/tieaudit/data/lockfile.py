@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from tieaudit._atomic import atomic_write_bytes
+from tieaudit.common.atomic import atomic_write_bytes
 from tieaudit.data.verify import DownloadError, _check_hex
 
 try:  # POSIX only; without it the lock-file and .part guards are skipped.

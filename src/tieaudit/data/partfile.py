@@ -11,7 +11,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import BinaryIO
 
-from tieaudit._atomic import atomic_write_bytes
+from tieaudit.common.atomic import atomic_write_bytes
 from tieaudit.data.verify import _HASH_CHUNK, DownloadError, _Digest, _new_hash
 
 try:  # POSIX only; without it the lock-file and .part guards are skipped.

@@ -27,8 +27,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-from tieaudit._numbers import number_text
-from tieaudit._parquet import parquet_file
+from tieaudit.common.numbers import number_text
+from tieaudit.common.parquet import parquet_file
 from tieaudit.data.streams import _READ_ERRORS, IngestError, _BadLines, _Source
 
 _CSV_BLOCK_BYTES = 1 << 22  # larger blocks are not faster but hold more memory

@@ -1,7 +1,7 @@
 """Reference behaviours the probe names that are no tie rule: they depend on the evaluator's
 internals (a heap's size and layout, a noise it draws), not on the candidates alone.
 
-A tie rule (:mod:`tieaudit.rules`) defines each relevant item's rank, or the measure's value,
+A tie rule (:mod:`tieaudit.ties.rules`) defines each relevant item's rank, or the measure's value,
 from a row's candidates, so it can be evaluated on stored and summary tables and in the
 pipeline. The behaviours here cannot: their ranks depend on a parameter of the evaluator (the
 number ``K`` of candidates a bounded heap keeps, which need not be the measure's cutoff), on the
@@ -44,8 +44,8 @@ from typing import ClassVar
 import numpy as np
 import pandas as pd
 
-from ..candidates import CandidateTable
-from ..measures import Measure
+from ..tables.candidates import CandidateTable
+from ..ties.measures import Measure
 
 __all__ = ["Behaviour", "Context", "Found", "behaviours", "identify", "markdown_table"]
 

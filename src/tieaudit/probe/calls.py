@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..candidates import REQUIRED_COLUMNS, CandidateTable
+from ..tables.candidates import REQUIRED_COLUMNS, CandidateTable
 
 __all__ = [
     "DEFAULT_TIMEOUT", "Caller", "Evaluator", "ProbeError", "Refused", "call_evaluator", "one_line",

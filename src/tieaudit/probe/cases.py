@@ -39,7 +39,7 @@ Cases with two relevant items a row
     sampled evaluation with one held-out item a row) from one that reads them all.
 
 Permuted copies
-    The audit's within-row permutations (:func:`tieaudit.audit.permute_within_rows`): the
+    The audit's within-row permutations (:func:`tieaudit.analyses.audit.permute_within_rows`): the
     relevant item stored last, each row reversed, and seeded shuffles.
 
 Standard tie-heavy table
@@ -57,10 +57,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..audit import permutation_names, permute_within_rows
-from ..candidates import CandidateTable
-from ..measures import Measure
-from ..seeds import make_rng
+from ..analyses.audit import permutation_names, permute_within_rows
+from ..tables.candidates import CandidateTable
+from ..ties.measures import Measure
+from ..common.seeds import make_rng
 
 __all__ = [
     "EDGE_VALUES",

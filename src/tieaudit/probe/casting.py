@@ -9,7 +9,7 @@ than half a unit of ``P``'s last place at 1.0 (the relevant item keeps 1.0, the 
 cast ranks the relevant item last in its group, one that casts at least as coarsely as ``P``
 sees the exact ties it saw before and returns what it returned then.
 
-Which precisions collapse a perturbation is simulated with :func:`tieaudit.precision.cast_scores`
+Which precisions collapse a perturbation is simulated with :func:`tieaudit.tables.precision.cast_scores`
 for every candidate precision (and for none), and the ones whose pattern is the observed one
 are named. Precisions whose last places at 1.0 are within a factor of two of each other
 (``float16`` and ``round:3``, ``bfloat16`` and ``round:2``) give the same pattern: the probe
@@ -27,9 +27,9 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pandas as pd
 
-from ..candidates import CandidateTable
-from ..measures import Measure
-from ..precision import PRECISIONS, cast_scores
+from ..tables.candidates import CandidateTable
+from ..ties.measures import Measure
+from ..tables.precision import PRECISIONS, cast_scores
 from .cases import Layout
 
 __all__ = ["COARSER", "PROBED", "detect_casting"]

@@ -25,7 +25,7 @@ evaluator is also fed the rows with two relevant items in one tie group
 (:func:`tieaudit.probe.cases.shared_table`), and the candidates that give its values there stay.
 When none does, but one gives them with only the first (or last) stored relevant item of each row
 counted, the evaluator reads one relevant item a row (sampled evaluation with one held-out item,
-the commonest protocol): that rule is named (its :attr:`~tieaudit.rules.RuleKind.one_item_twin`
+the commonest protocol): that rule is named (its :attr:`~tieaudit.ties.rules.RuleKind.one_item_twin`
 for a shared place), and the verdict says so (``extra["reads_one_relevant"]``: ``first``,
 ``last``, or :data:`ONLY_ONE` for an evaluator that refuses those rows, raising). Several rules
 that give the crafted values but neither of these are not named; one rule is (the crafted rows
@@ -39,7 +39,7 @@ behaviours that depend on the evaluator's internals (:mod:`tieaudit.probe.behavi
 heaps, noise added to the scores) are tried, and one that gives the values is named with its
 parameters (``extra["parameters"]``).
 
-Row-order invariant (the audit's verdict, :mod:`tieaudit.audit`) means every run of every
+Row-order invariant (the audit's verdict, :mod:`tieaudit.analyses.audit`) means every run of every
 permuted copy gave each row the value the stored table got. The inflation is the evaluator's mean
 on a tie-heavy table (:func:`tieaudit.probe.cases.standard_table`, or a table given) minus the
 exact expectation, with the ``optimistic`` and ``pessimistic`` bounds.
@@ -54,10 +54,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..candidates import CandidateTable, as_table
-from ..evaluate import EXACT_RULE, evaluate
-from ..measures import Measure, parse_measure
-from ..rules import Result, TieRule, get_kind, rule_kinds
+from ..tables.candidates import CandidateTable, as_table
+from ..evaluation.evaluate import EXACT_RULE, evaluate
+from ..ties.measures import Measure, parse_measure
+from ..ties.rules import Result, TieRule, get_kind, rule_kinds
 from .behaviours import Context, identify
 from .casting import detect_casting
 from .calls import DEFAULT_TIMEOUT, Caller, Evaluator, ProbeError, Refused, call_evaluator
@@ -103,7 +103,7 @@ def candidate_rules(measure: str | Measure | None = None) -> list[TieRule]:
     """The rules a probe can identify: every registered kind that takes no seed and gives one
     ranking or an exact distribution (read from the registry when called); for a ``measure``
     of the best relevant item alone (``HR``, ``MRR``), not the kinds that give their
-    :attr:`~tieaudit.rules.RuleKind.first_item_twin`'s values there."""
+    :attr:`~tieaudit.ties.rules.RuleKind.first_item_twin`'s values there."""
     keep = (Result.RANKING, Result.DISTRIBUTION)
     first = measure is not None and parse_measure(measure).kind == "first"
     return [TieRule(k.name) for k in rule_kinds() if not k.seeded and k.result in keep

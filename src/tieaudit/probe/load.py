@@ -6,8 +6,8 @@ from __future__ import annotations
 import importlib
 from pathlib import Path
 
-from .._loading import exec_file
-from ..measures import Measure
+from ..common.loading import exec_file
+from ..ties.measures import Measure
 from .adapters import AdapterError, adapter_names, get_adapter
 from .calls import Evaluator, ProbeError, raised
 

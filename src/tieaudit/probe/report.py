@@ -8,7 +8,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..io import atomic_write_many
+from ..common.io import atomic_write_many
 from .infer import ONLY_ONE, UNKNOWN, UNSTABLE, ProbeResult
 
 __all__ = ["reads_one", "to_json", "to_json_many", "to_markdown", "summary", "write"]

@@ -18,8 +18,8 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from ..candidates import CandidateTable, as_table
-from ..measures import Measure, parse_measure, parse_measures
+from ..tables.candidates import CandidateTable, as_table
+from ..ties.measures import Measure, parse_measure, parse_measures
 from .adapters import Adapter, AdapterError, adapters
 from .infer import DEFAULT_TIMEOUT, ProbeError, ProbeResult, probe
 from .report import reads_one

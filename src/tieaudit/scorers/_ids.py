@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from tieaudit._arrays import sorted_unique  # noqa: F401 - re-exported
+from tieaudit.common.arrays import sorted_unique  # noqa: F401 - re-exported
 
 
 def ids(values) -> np.ndarray:
@@ -21,7 +21,7 @@ class LastIds:
     Full-catalog evaluation passes the same catalogue to ``score_matrix`` for every chunk, so a
     scorer looks up what it needs of the catalogue once. The same ids are recognised by
     identity when the array cannot change in place (read-only and owning its memory, as the
-    catalogue :func:`tieaudit.fullcatalog.full_catalog_candidates` passes), else by comparing
+    catalogue :func:`tieaudit.analyses.fullcatalog.full_catalog_candidates` passes), else by comparing
     the ids with a copy kept of the last ones.
     """
 

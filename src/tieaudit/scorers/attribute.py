@@ -68,7 +68,7 @@ candidates it scores (the pipeline's sampled step), and the full-catalog step ca
 same sampled candidates, so both score with one function. ``score`` before ``calibrate`` raises
 ``RuntimeError``; afterwards ``score`` and ``score_matrix`` are pure, the coefficients in
 ``coef_``. Without sampled candidates, full-catalog evaluation can calibrate on a seeded sample
-of rows x catalogue (:func:`tieaudit.fullcatalog.calibration_sample`). Calibrating on a set of
+of rows x catalogue (:func:`tieaudit.analyses.fullcatalog.calibration_sample`). Calibrating on a set of
 pairs and scoring the same pairs gives, bit for bit, the residuals of an OLS fit over them.
 The fitted value is evaluated elementwise, so pairs with equal ``s``, ``x1`` and ``x2`` keep
 exactly equal residuals (their tie survives); other exact ties become rare.
@@ -82,7 +82,7 @@ from scipy import sparse
 
 from tieaudit.scorers._ids import LastIds, encode, ids, object_index, sorted_unique
 from tieaudit.scorers.base import register
-from tieaudit.split import item_popularity
+from tieaudit.pipeline.split import item_popularity
 
 __all__ = ["AttributeOverlapScorer", "ResidualizedAttributeScorer", "WEIGHTS"]
 

@@ -11,7 +11,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 import pandas as pd
 
-from .._loading import exec_file
+from ..common.loading import exec_file
 
 __all__ = [
     "Scorer",
@@ -55,7 +55,7 @@ class Scorer(Protocol):
         Called once after ``fit``, before any ``score``; afterwards ``score`` and
         ``score_matrix`` are pure. :func:`score_candidates` calibrates on the candidates it
         scores, and the pipeline's full-catalog step calibrates on the same sampled candidates
-        (:func:`tieaudit.fullcatalog.full_catalog_candidates`, ``calibration=``), so both
+        (:func:`tieaudit.analyses.fullcatalog.full_catalog_candidates`, ``calibration=``), so both
         settings score with the same function. A scorer that needs calibration raises
         ``RuntimeError`` from ``score`` before it; a refit drops the calibration.
 

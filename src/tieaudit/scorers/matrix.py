@@ -4,7 +4,7 @@ A model evaluated elsewhere (a factorisation, a network run on a GPU) usually le
 ``users x items`` array of scores. Wrapped in a :class:`MatrixScorer`, it goes through the same
 full-catalog reduction and tie audit as the built-in scorers::
 
-    from tieaudit.fullcatalog import full_catalog_candidates
+    from tieaudit.analyses.fullcatalog import full_catalog_candidates
     from tieaudit.scorers import MatrixScorer
 
     scorer = MatrixScorer(scores, user_ids, item_ids)      # scores[u, i], float

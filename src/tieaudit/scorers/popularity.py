@@ -7,7 +7,7 @@ import pandas as pd
 
 from tieaudit.scorers._ids import LastIds, encode, ids, object_index
 from tieaudit.scorers.base import register
-from tieaudit.split import item_popularity
+from tieaudit.pipeline.split import item_popularity
 
 __all__ = ["PopularityScorer"]
 
@@ -17,7 +17,7 @@ class PopularityScorer:
     """score(u, i) = number of history rows of item ``i`` (float64; 0 for unseen items).
 
     The user is ignored, and so are ``item_attributes``. Counting matches
-    :func:`tieaudit.split.item_popularity` (held-out interactions are not in ``history``).
+    :func:`tieaudit.pipeline.split.item_popularity` (held-out interactions are not in ``history``).
     """
 
     def __init__(self) -> None:

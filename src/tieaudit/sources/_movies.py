@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tieaudit.data.gen import _choose_counts, _fill_distinct, _zipf_cdf
-from tieaudit.seeds import make_rng
+from tieaudit.common.seeds import make_rng
 
 #: The share of movies with genome scores (ml-25m: 13,816 of 62,423).
 GENOME_FRACTION = 0.4

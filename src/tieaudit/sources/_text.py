@@ -3,7 +3,7 @@ sentences, used for Amazon features, descriptions and reviews and for Tag Genome
 
 from __future__ import annotations
 
-from tieaudit.seeds import make_rng
+from tieaudit.common.seeds import make_rng
 
 # fmt: off
 _SKIN_TYPES = ("All", "Dry", "Oily", "Sensitive", "Combination", "Normal")

@@ -43,7 +43,7 @@ from tieaudit.data.interim import (
 )
 from tieaudit.data.streams import MAX_LINE_BYTES, _BadLines, _line_limit, _Source
 from tieaudit.data.tables import _check_seconds, _table_reader, _to_seconds
-from tieaudit.seeds import make_rng
+from tieaudit.common.seeds import make_rng
 from tieaudit.sources.base import DatasetSource, FileKey, Option, register
 
 GENERIC_ITEMS_PER_USER = 0.5

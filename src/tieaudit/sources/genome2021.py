@@ -46,7 +46,7 @@ from tieaudit.data.streams import (
     _zip_sources,
 )
 from tieaudit.data.tables import _CsvReader
-from tieaudit.seeds import make_rng
+from tieaudit.common.seeds import make_rng
 from tieaudit.sources._genome_tags import (
     TAG_OPTIONS,
     _check_tag_options,

@@ -31,7 +31,7 @@ from tieaudit.data.gen import (
 from tieaudit.data.interim import INTERACTIONS_SCHEMA, IngestReport, _Outputs, _require_paths
 from tieaudit.data.streams import MAX_LINE_BYTES, _BadLines, _line_limit, _zip_sources
 from tieaudit.data.tables import _check_seconds, _CsvReader
-from tieaudit.seeds import make_rng
+from tieaudit.common.seeds import make_rng
 from tieaudit.sources._genome_tags import (
     TAG_OPTIONS,
     _check_tag_options,

@@ -67,7 +67,7 @@ from tieaudit.data.interim import (
 )
 from tieaudit.data.streams import MAX_LINE_BYTES, IngestError, _BadLines, _line_limit, _Source
 from tieaudit.data.tables import _MAX_SECONDS, _Batch, _CsvReader, _read_header
-from tieaudit.seeds import make_rng
+from tieaudit.common.seeds import make_rng
 from tieaudit.sources._movies import _GENRES, _TITLE_WORDS
 from tieaudit.sources.base import DatasetSource, FileKey, Option, register
 

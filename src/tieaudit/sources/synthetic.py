@@ -16,7 +16,7 @@ follow ``scale`` (the number of users). Every file is written to a temporary fil
 destination folder and renamed into place, so a reader never sees a partial file. Output is a pure function of the arguments: the same seed gives byte-identical files (gzip
 headers carry ``mtime=0`` and no file name; zip entries carry a fixed timestamp, fixed permissions
 and a fixed "made by" system), a different seed gives different files. Randomness comes from
-:func:`tieaudit.seeds.make_rng` with the seed and a stream name per purpose. (Identical bytes assume
+:func:`tieaudit.common.seeds.make_rng` with the seed and a stream name per purpose. (Identical bytes assume
 the same zlib build: deflate output is fixed for a given zlib version and level, not across all.)
 
 Tie structure

@@ -45,7 +45,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from tieaudit._parquet import read_table
+from tieaudit.common.parquet import read_table
 from tieaudit.data.interim import ATTRIBUTES_SCHEMA, INTERACTIONS_SCHEMA, IngestReport
 from tieaudit.data.streams import IngestError
 from tieaudit.sources.base import _NAME, COMMON_OPTIONS, FileKey, Option, Source

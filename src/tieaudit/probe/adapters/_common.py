@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 import numpy as np
 import pandas as pd
 
-from ...measures import Measure
+from ...ties.measures import Measure
 
 __all__ = [
     "Row", "rows", "row_codes", "at_ranks", "per_row", "trec_dicts", "padded", "one_target",

@@ -7,7 +7,7 @@ import importlib.util
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ...measures import Measure, parse_measure
+from ...ties.measures import Measure, parse_measure
 from ..infer import Evaluator
 
 __all__ = ["Adapter", "AdapterError", "register", "get_adapter", "adapters", "adapter_names"]

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ...measures import Measure
+from ...ties.measures import Measure
 from .base import Adapter, AdapterError, register
 from ._common import trec_dicts
 

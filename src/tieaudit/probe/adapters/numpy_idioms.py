@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ...measures import Measure
+from ...ties.measures import Measure
 from .base import Adapter, register
 from ._common import Row, per_row
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ...measures import Measure
+from ...ties.measures import Measure
 from .base import Adapter, AdapterError, register
 from ._common import one_target, padded
 

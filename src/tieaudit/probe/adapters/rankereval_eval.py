@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ...measures import Measure
+from ...ties.measures import Measure
 from .base import Adapter, register
 from ._common import rows
 

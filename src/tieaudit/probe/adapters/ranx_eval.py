@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ...measures import Measure
+from ...ties.measures import Measure
 from .base import Adapter, register
 from ._common import trec_dicts
 

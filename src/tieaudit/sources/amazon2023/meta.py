@@ -11,7 +11,7 @@ import json
 import numpy as np
 
 from tieaudit.data.gen import _random_codes
-from tieaudit.seeds import make_rng
+from tieaudit.common.seeds import make_rng
 from tieaudit.sources._text import _ADJECTIVES, _SKIN_TYPES, _pool
 from tieaudit.sources.amazon2023.world import (
     _CATEGORY_PATHS,

@@ -33,7 +33,7 @@ from tieaudit.data.gen import (
     _random_codes,
     _zipf_cdf,
 )
-from tieaudit.seeds import make_rng
+from tieaudit.common.seeds import make_rng
 from tieaudit.sources._text import _pool
 from tieaudit.sources.amazon2023.meta import _amazon_meta_block
 from tieaudit.sources.amazon2023.world import (

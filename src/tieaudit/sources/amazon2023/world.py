@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tieaudit.data.gen import _cluster_count, _random_codes
-from tieaudit.seeds import make_rng
+from tieaudit.common.seeds import make_rng
 from tieaudit.sources._text import _SKIN_TYPES
 
 _MS_2008 = 1_199_145_600_000  # 2008-01-01 UTC, ms
