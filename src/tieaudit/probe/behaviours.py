@@ -445,7 +445,9 @@ class TwoStage(_Selection):
                "RecPack's `get_top_K_ranks` (`recpack/util.py`)")  # fmt: skip
     why = ("the order depends on K and on the partition's pivots, which depend on the stored "
            "layout and the numpy build (SIMD kernels)")  # fmt: skip
-    cannot_tell = "sizes that keep the same candidates on every row"
+    cannot_tell = ("sizes that keep the same candidates on every row; a partition whose ties "
+                   "come out as a whole sort's (numpy's one-place partition and its sort agree "
+                   "on AVX-512 builds): then it is `unstable`, as that sort is")  # fmt: skip
     forms = _TWO_STAGE
 
     def emitted(self, score: np.ndarray, ids: np.ndarray, size: int | None,
