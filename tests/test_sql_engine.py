@@ -44,6 +44,10 @@ def tie_heavy(draw) -> pd.DataFrame:
     frame = draw(candidate_frames(max_rows=6, max_len=9, score_levels=draw(st.integers(1, 3))))
     extra = draw(st.lists(st.booleans(), min_size=len(frame), max_size=len(frame)))
     frame["label"] = np.maximum(frame["label"].to_numpy(), np.asarray(extra, dtype=np.int64))
+    if draw(st.booleans()):  # infinities tie with each other, -0.0 with 0.0
+        signed = np.where(np.arange(len(frame)) % 2 == 0, -0.0, 0.0)
+        frame["score"] = np.select([frame["score"] == 0, frame["score"] == 1],
+                                   [-np.inf, signed], np.inf)  # fmt: skip
     if draw(st.booleans()):
         rows = pd.unique(frame["row"])
         more = dict(zip(rows, draw(st.lists(st.integers(0, 3), min_size=len(rows),
