@@ -53,7 +53,7 @@ from .read import (
 __all__ = [
     "Source", "open_source", "whole_rows", "RowChunks", "row_ids", "RowCheck", "RowKeys", "Span",
     "plan_spans", "read_span", "BATCH_LINES", "PathInput", "folder_files", "IGNORED_PREFIXES",
-    "HIVE_NULL",
+    "HIVE_NULL", "hive_columns",
 ]  # fmt: skip
 
 #: Lines per record batch read from a file (a chunk is one batch or more).
@@ -781,3 +781,4 @@ def read_span(path: Path, span: Span) -> tuple[pa.Table | None, int]:
     except (pa.ArrowInvalid, OSError) as exc:
         raise CandidateError(f"{path}: cannot read: {exc}") from None
     return whole, span.line + lead
+hive_columns = _hive_columns  # the hive columns of a file below a folder (a name the engines read)
