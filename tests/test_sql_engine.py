@@ -5,6 +5,8 @@ input named by file and line."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -195,8 +197,8 @@ def test_memory_limit_is_passed_to_duckdb(tmp_path, monkeypatch):
     seen = []
     real = tdd._connect
 
-    def spy(memory, threads):
-        con = real(memory, threads)
+    def spy(memory, threads, spill):
+        con = real(memory, threads, spill)
         seen.append(con.sql("SELECT current_setting('memory_limit')").fetchall()[0][0])
         return con
 
@@ -205,3 +207,36 @@ def test_memory_limit_is_passed_to_duckdb(tmp_path, monkeypatch):
     frame.to_csv(tmp_path / "c.csv", index=False)
     tdd.evaluate(tmp_path / "c.csv", ["HR@1"], ["expected"], memory=300 * 2**20)
     assert seen and seen[0].replace(" ", "") in ("300.0MiB", "300MiB")
+
+
+def test_spilling_goes_to_a_temporary_folder_removed_after(tmp_path, monkeypatch):
+    """DuckDB's default spill folder is .tmp in the working folder: never used, and the
+    temporary one is gone after the evaluation, also after an error."""
+    import tempfile
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    frame = pd.DataFrame({"row": np.repeat(np.arange(3000), 20).astype(str), "user_id": "u",
+                          "item_id": np.tile(np.arange(20), 3000).astype(str),
+                          "label": np.tile(np.r_[1, np.zeros(19, int)], 3000),
+                          "score": np.tile(np.arange(20) % 3, 3000).astype(float)})  # fmt: skip
+    frame.to_csv("c.csv", index=False)
+    folders = []
+    real = tdd._connect
+
+    def spy(*args):
+        con = real(*args)
+        folders.append(con.sql("SELECT current_setting('temp_directory')").fetchall()[0][0])
+        return con
+
+    monkeypatch.setattr(tdd, "_connect", spy)
+    got = tdd.evaluate("c.csv", ["nDCG@10"], ALL_SQL, memory=64 * 2**20)
+    same_summary(got, tieaudit.evaluate(frame, ["nDCG@10"], ALL_SQL).summary())
+    _write(tmp_path, HEAD + "a,u,x,1,1\na,u,x,0,1\n", "bad.csv")
+    with pytest.raises(CandidateError):
+        tdd.evaluate("bad.csv", ["nDCG@10"], ["expected"])
+    assert len(folders) == 2
+    assert all(Path(f).parent == tmp_path / "tmp" for f in folders)  # not DuckDB's .tmp
+    assert not (tmp_path / ".tmp").exists()
+    assert list((tmp_path / "tmp").iterdir()) == []

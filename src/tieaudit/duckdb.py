@@ -16,6 +16,8 @@ DuckDB is an optional extra: ``pip install 'tieaudit[duckdb]'``.
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -44,7 +46,7 @@ _TYPES = {"row": "VARCHAR", "user_id": "VARCHAR", "item_id": "VARCHAR", "label":
           "score": "DOUBLE", "n_relevant": "BIGINT", "n_higher": "BIGINT", "n_lower": "BIGINT"}  # fmt: skip
 
 
-def _connect(memory: int | None, threads: int | None) -> Any:
+def _connect(memory: int | None, threads: int | None, spill: str | None = None) -> Any:
     try:
         import duckdb
     except ImportError:
@@ -55,6 +57,8 @@ def _connect(memory: int | None, threads: int | None) -> Any:
         con.execute(f"SET memory_limit = '{max(int(memory) // 2**20, 64)}MiB'")
     if threads is not None:
         con.execute(f"SET threads = {int(threads)}")
+    if spill is not None:  # DuckDB's default is .tmp in the working folder
+        con.execute(f"SET temp_directory = {_quote(spill)}")
     return con
 
 
@@ -213,12 +217,14 @@ def evaluate(
 ) -> pd.DataFrame:  # fmt: skip
     """The summary of :meth:`tieaudit.Evaluation.summary` for the candidates at ``data`` (a
     file, folder or glob), computed in DuckDB. ``rules`` default to :data:`DEFAULT_SQL_RULES`;
-    ``memory`` (bytes) is DuckDB's memory limit (it spills to disk beyond it); ``graded``
+    ``memory`` (bytes) is DuckDB's memory limit (beyond it, DuckDB spills to a temporary folder,
+    removed at the end); ``graded``
     accepts non-negative graded labels (nDCG's gain is the label, its ideal DCG from the row's
     own labels)."""
     ms = parse_measures(measures)
     rs = sql_rules(DEFAULT_SQL_RULES if rules is None else rules, has_position=True)
-    con = _connect(memory, threads)
+    spill = tempfile.mkdtemp(prefix="tieaudit-duckdb-")
+    con = _connect(memory, threads, spill)
     try:
         names, optional = _load(con, data)
         if con.sql("SELECT COUNT(*) FROM lines_").fetchall()[0][0] == 0:
@@ -244,6 +250,7 @@ def evaluate(
         record = dict(zip(*_one(con.sql(query)), strict=True))
     finally:
         con.close()
+        shutil.rmtree(spill, ignore_errors=True)
     return sums_of(record, ms, rs).summary()
 
 
