@@ -64,6 +64,9 @@ LAYERS: tuple[Layer, ...] = (
           "adapters, the census", ("probe/*",), ("analyses",)),
     Layer("outputs", "paper tables, reports, figures and the results page, from the files the "
           "analyses wrote", ("outputs/*",), ("common",)),
+    Layer("integrations", "one module a library the evaluator plugs into, each importing its "
+          "library itself: torchmetrics' retrieval metrics",
+          ("torchmetrics.py",), ("evaluation",)),
     Layer("face", "the package root (its names imported on first use), the command line, the "
           "test batteries, this map", ("__init__.py", "cli.py", "layers.py", "testing/*"),
           ("probe", "outputs", "sources")),
