@@ -209,7 +209,8 @@ def test_pip_install_of_the_core_alone_evaluates(tmp_path: Path) -> None:
     assert res.returncode == 0 and "HR@5" in res.stdout, res.stderr[-3000:]
 
 
-@pytest.mark.parametrize(("module", "extra"), [("torchmetrics.py", "torch")])
+@pytest.mark.parametrize(("module", "extra"), [("torchmetrics.py", "torch"),
+                                               ("ir_measures.py", "ir_measures")])  # fmt: skip
 def test_each_integration_extra_covers_its_module(module: str, extra: str) -> None:
     wanted = set(third_party_imports(PACKAGE_DIR / module, *library_files(PACKAGE_DIR / module)))
     extras = PYPROJECT["project"]["optional-dependencies"]
