@@ -365,6 +365,11 @@ def test_bad_input_is_refused_clearly() -> None:
         metric("RetrievalHitRate", ties="stable")
     with pytest.raises(ValueError, match="top_k"):
         metric("RetrievalHitRate", top_k=0)
+    with pytest.raises(ValueError, match=r"`top_k` 4611686018427387904 is above 2\*\*53"):
+        metric("RetrievalPrecision", top_k=2**62)  # refused when made, not at the first update
+    at_most = metric("RetrievalPrecision", top_k=2**53)
+    at_most.update(torch.tensor([0.1, 0.2, 0.3]), torch.tensor([1, 0, 1]), idx)
+    assert float(at_most.compute()) == pytest.approx(2**-53, rel=1e-12, abs=0)  # 1 relevant a row
     with pytest.raises(ValueError, match="empty_target_action"):
         metric("RetrievalHitRate", empty_target_action="zero")
     assert float(m.n_queries) == 0  # nothing refused was added

@@ -67,7 +67,7 @@ import pyarrow as pa
 from .evaluation.evaluate import EXACT_RULE, evaluate
 from .tables.candidates import CandidateTable
 from .tables.read import Records
-from .ties.measures import Measure
+from .ties.measures import MAX_CUTOFF, Measure
 from .ties.rules import TieRule, parse_rule
 
 try:
@@ -191,6 +191,9 @@ class TieAwareRetrievalMetric(Metric):
         if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int)
                                   or top_k <= 0):  # fmt: skip
             raise ValueError("`top_k` has to be a positive integer or None")
+        if top_k is not None and top_k > MAX_CUTOFF:
+            raise ValueError(f"`top_k` {top_k} is above 2**53 = {MAX_CUTOFF}; to count every "
+                             "candidate, pass top_k=None")  # fmt: skip
         if aggregation not in AGGREGATIONS:
             raise ValueError(
                 f"Argument `aggregation` must be one of {', '.join(AGGREGATIONS)}, got "
