@@ -21,7 +21,8 @@ What an update holds
     ``indexes`` naming each prediction's query. A query's candidates come in one update (a query
     index seen in an earlier update is refused, naming it: torchmetrics regroups a query across
     updates, which needs every prediction kept until ``compute``; here each update is evaluated
-    when it comes). Without ``indexes``, ``preds`` and ``target`` are 2-D, one query a row.
+    when it comes; the indexes seen are kept as runs of consecutive indexes, a few numbers when
+    batches hold consecutive indexes, up to 16 bytes a query when they are scattered). Without ``indexes``, ``preds`` and ``target`` are 2-D, one query a row.
     Each update is a candidates table evaluated by :func:`tieaudit.evaluate`: the query's index
     is the row, a candidate's position within its query (0, 1, ..., in the order given) its item
     id, ``target`` the label and ``preds`` the score; rules that read the stored order
