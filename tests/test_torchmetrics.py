@@ -288,7 +288,9 @@ def test_a_query_seen_again_is_refused_by_name() -> None:
         m(p, t, torch.tensor([8, 8, 9]))
     assert float(m.n_queries) == 6  # the refused batch left the state as it was
     assert m.update_count == 4
-    with pytest.raises(CandidateError, match="label must be 0 or 1"):  # refused by the table
+    with pytest.raises(CandidateError, match="NaN score"):  # refused by the table
+        m(torch.tensor([0.5, float("nan"), 0.1]), t, torch.tensor([9, 9, 10]))
+    with pytest.raises(ValueError, match="graded target"):  # refused before the table
         m(p, torch.tensor([2, 0, 0]), torch.tensor([9, 9, 10]))
     assert float(m.n_queries) == 6 and m.update_count == 4
     assert float(m.compute()) == pytest.approx(0.5)
