@@ -217,3 +217,11 @@ def test_pip_install_of_the_core_alone_evaluates(tmp_path: Path) -> None:
     res = subprocess.run([str(py), "-c", code], env=env, cwd=tmp_path, capture_output=True,
                          text=True)  # fmt: skip
     assert res.returncode == 0 and "HR@5" in res.stdout, res.stderr[-3000:]
+
+
+@pytest.mark.parametrize(("module", "extra"), [("torchmetrics.py", "torch"),
+                                               ("ir_measures.py", "ir_measures")])  # fmt: skip
+def test_each_integration_extra_covers_its_module(module: str, extra: str) -> None:
+    wanted = set(third_party_imports(PACKAGE_DIR / module, *library_files(PACKAGE_DIR / module)))
+    extras = PYPROJECT["project"]["optional-dependencies"]
+    assert wanted - CORE and wanted <= CORE | names(extras[extra]), sorted(wanted)
