@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 from collections.abc import Sequence
@@ -315,13 +316,21 @@ def _probe(args: argparse.Namespace) -> int:
     if not args.timeout >= 0:  # NaN too
         raise ValueError(f"--timeout {args.timeout:g}: give seconds above 0, or 0 for no limit")
     results = []
-    for metric in _probe_metrics(args.ref, args.metric):
+    metrics = _probe_metrics(args.ref, args.metric)
+    for i, metric in enumerate(metrics, 1):
         fn = load_evaluator(args.ref, metric)
-        results.append(probe(fn, metric, name=args.ref, timeout=args.timeout or None))
+        doing = f"probing {args.ref} for {metric} ({i} of {len(metrics)})"
+        results.append(probe(fn, metric, name=args.ref, timeout=args.timeout or None,
+                             progress=functools.partial(_progress, doing)))  # fmt: skip
         sys.stdout.write(summary(results[-1]))
+        sys.stdout.flush()
     write(results, args.out)
     print(f"wrote {args.out}/probe.json, probe.md", file=sys.stderr)
     return 0
+
+
+def _progress(doing: str, line: str) -> None:
+    print(f"{doing}: {line}", file=sys.stderr, flush=True)
 
 
 def _probe_metrics(ref: str, given: list[str] | None) -> list[Measure]:
