@@ -93,7 +93,10 @@ TOLERANCE = 1e-9
 #: The tolerance tried when nothing matches within :data:`TOLERANCE`: an evaluator computing in
 #: single precision (float32, e.g. torchmetrics) is identified up to it, and the evidence says so.
 SINGLE_PRECISION = 1e-6
+#: The rule named when the values change between runs, or with the stored order in a way no rule
+#: explains.
 UNSTABLE = "unstable"
+#: The rule named when no rule or behaviour gives the values (the evidence says why).
 UNKNOWN = "unknown"
 RUNS = 2  # runs of the evaluator on every table
 #: ``extra["reads_one_relevant"]`` of an evaluator that refuses rows with several relevant items.

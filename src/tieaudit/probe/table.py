@@ -27,6 +27,7 @@ from .report import reads_one
 
 __all__ = ["EVALUATOR_COLUMNS", "evaluator_table"]
 
+#: The columns of ``evaluators.csv``: per adapter and measure, its rule, invariance and inflation.
 EVALUATOR_COLUMNS = (
     "adapter", "library", "version", "call", "metric", "rule", "invariant", "mean", "expected",
     "pessimistic", "optimistic", "inflation", "note",
