@@ -164,3 +164,32 @@ def test_the_warnings_of_the_steps_logs_reach_the_console(
     lines = "".join(out).splitlines()
     assert lines[-3:-1] == ["w: 1 warning(s) in the steps' logs:", f"  logs/b.log: {note}"]
     assert lines[-1].startswith("w: done")
+
+
+def test_the_failed_steps_own_line_then_its_reason_then_snakemakes_account(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As Snakemake 9 prints a failed step of the pipeline: the step's one line on the console
+    (tieaudit.pipeline.workflow.start) comes first, then what its log says went wrong, then
+    Snakemake's blocks (held back even when the step's line began the alert), and the log is
+    not shown twice when Snakemake printed it whole."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "b.log").write_text("Traceback (most recent call last):\n"
+                                             "ValueError: bad row 3\n")  # fmt: skip
+    text = FAILED.read_text().replace(
+        "RuleException:", "rule b failed: ValueError: bad row 3 (traceback: logs/b.log)\n"
+        "RuleException:").replace(
+        "        (command exited with non-zero exit code)\n",
+        "        (command exited with non-zero exit code)\nLogfile logs/b.log:\n" + "=" * 80
+        + "\nTraceback (most recent call last):\nValueError: bad row 3\n" + "=" * 80 + "\n")  # fmt: skip
+    recorded = tmp_path / "failed.log"
+    recorded.write_text(text)
+    out: list[str] = []
+    assert run(replay(recorded, 1), tmp_path / "x.log", "demo", out=out.append, tty=False,
+               clock=fake_clock()) == 1  # fmt: skip
+    lines = [line for line in "".join(out).splitlines() if "elapsed" not in line]
+    assert lines[:3] == ["rule b failed: ValueError: bad row 3 (traceback: logs/b.log)",
+                         "demo: failed: ValueError: bad row 3  (logs/b.log)",
+                         "RuleException:"], lines  # fmt: skip
+    assert "--- last lines of logs/b.log ---" not in lines and len(lines) < 30

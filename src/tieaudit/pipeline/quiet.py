@@ -46,7 +46,9 @@ _STAMP = re.compile(r"^\[\w{3} \w{3} [ \d]\d \d\d:\d\d:\d\d \d{4}\]$")
 _JOB_LOG = re.compile(r"^\s+log: (.+?) \(check log file\(s\) for error details\)$")
 # the log files of a job Snakemake starts (its block's ``log:`` line)
 _STEP_LOG = re.compile(r"^    log: (.+?)(?: \(check log file\(s\) for error details\))?$")
-# the first line of a block that reports a failure (not a warning)
+# Snakemake showing a failed job's log whole (then its last lines are not shown again)
+_LOG_SHOWN = re.compile(r"^Logfile (.+):$")
+# a line that reports a failure (not a warning)
 _FAILURE = re.compile(r"^(?:\w*(?:Error|Exception)\b|Error in rule |Traceback )")
 # a warning a step logged (tieaudit.pipeline.workflow.start: "<date> <time> WARNING <name>: ...")
 _STEP_WARNING = re.compile(r"^\d{4}-\d\d-\d\d [\d:,]+ WARNING [\w.]+: (.+)$")
@@ -65,6 +67,7 @@ class LogFilter:
         self.done = 0
         self.total = 0
         self.job_logs: list[str] = []
+        self.shown_logs: set[str] = set()  # job logs Snakemake printed whole
         self.step_logs: list[str] = []
         self.failing = False  # a block reporting a failure has begun
         self._in_alert = False
@@ -84,10 +87,12 @@ class LogFilter:
         if m := _STEP_LOG.match(line):
             self.step_logs.extend(p for p in m.group(1).split(", ") if p not in self.step_logs)
         if _ALERT.match(text) or _ALERT_ANYWHERE.search(text):
-            self.failing = self.failing or (not self._in_alert and bool(_FAILURE.match(text)))
             self._in_alert = True
+        self.failing = self.failing or (self._in_alert and bool(_FAILURE.match(text)))
         if not self._in_alert:
             return []
+        if m := _LOG_SHOWN.match(text):
+            self.shown_logs.add(m.group(1))
         if (m := _JOB_LOG.match(line)) and m.group(1) not in self.job_logs:
             self.job_logs.extend(p for p in m.group(1).split(", ") if p not in self.job_logs)
         return [line]
@@ -191,7 +196,7 @@ def run(
         jobs = f" ({filt.done}/{filt.total} jobs)" if filt.total else ""
         write(f"{label}: done{jobs} in {elapsed}; whole log: {log}\n")
         return 0
-    for job_log in filt.job_logs:
+    for job_log in (j for j in filt.job_logs if j not in filt.shown_logs):
         lines = _tail(Path(job_log))
         if lines:
             write(f"--- last lines of {job_log} ---\n" + "".join(s + "\n" for s in lines))
