@@ -287,9 +287,7 @@ FULL = "full" in SETTINGS
 # one for `all`; none (the default), no table.
 EVALUATORS = config["paper"]["evaluators"]
 EVALUATORS = (
-    adapter_names()
-    if EVALUATORS in (None, "all")
-    else list(dict.fromkeys(EVALUATORS))
+    adapter_names() if EVALUATORS in (None, "all") else list(dict.fromkeys(EVALUATORS))
 )
 # The precisions of the casting table (casting.smk); none, no table.
 CASTS = config["paper"]["score_precisions"]
