@@ -65,6 +65,14 @@ def test_reference_pages_are_made_from_what_they_describe(site: Path) -> None:
     for name in tieaudit.__all__:
         if not name.startswith("__"):
             assert f"tieaudit.{name}" in api, name
+    # each name of the package root links to its entry (a link Sphinx could not resolve is
+    # left as code, silently)
+    import re
+
+    roots = re.findall(r'<li><p><code class="docutils literal notranslate"><span class="pre">'
+                       r'tieaudit\.(\w+)</span></code>: (<a|<code)', api)  # fmt: skip
+    assert sorted(n for n, _ in roots) == sorted(n for n in tieaudit.__all__ if n[0] != "_")
+    assert [n for n, how in roots if how != "<a"] == []
     cli = (site / "reference/_generated/cli.html").read_text(encoding="utf-8")
     sub = next(a for a in _parser()._actions if a.__class__.__name__ == "_SubParsersAction")
     assert all(f"tieaudit {name}" in cli for name in sub.choices)

@@ -39,7 +39,8 @@ def _directive(name: str, obj: Any) -> str:
 
 def _public_modules(package: str) -> list[Any]:
     """The modules of the folder ``package`` that name public things (a non-empty ``__all__``),
-    by name (a subpackage's face among them)."""
+    by name: a subpackage's face, then its own modules (``tieaudit.ties.rules``, then
+    ``tieaudit.ties.rules.base``, where ``TieRule`` is defined)."""
     import importlib
     import pkgutil
 
@@ -51,6 +52,8 @@ def _public_modules(package: str) -> list[Any]:
         module = importlib.import_module(f"{package}.{info.name}")
         if getattr(module, "__all__", None):
             out.append(module)
+        if info.ispkg:
+            out += _public_modules(module.__name__)
     return out
 
 
@@ -86,28 +89,30 @@ def api_page() -> str:
            "table to ties to values to summary), each with its modules' public names (their "
            "`__all__`), then the protocols an extension implements. Everything here is the "
            "docstrings.", "", "## `tieaudit`", ""]  # fmt: skip
-    for name in sorted(n for n in tieaudit.__all__ if not n.startswith("__")):
-        obj = getattr(tieaudit, name)
-        module = getattr(obj, "__module__", None) if inspect.isclass(obj) or callable(obj) else None
-        target = f"{module}.{name}" if module else f"tieaudit.{tieaudit._SOURCE[name]}.{name}"
-        role = "class" if inspect.isclass(obj) else "func" if callable(obj) else "data"
-        out.append(f"- `tieaudit.{name}`: {{py:{role}}}`{target}`")
-    out.append("")
+    sections = []  # (package, its summary, [(module, the names it documents)])
     for layer in LAYERS:
-        folders = [p[:-2] for p in layer.patterns if p.endswith("/*")]
-        for folder in folders:
+        for folder in (p[:-2] for p in layer.patterns if p.endswith("/*")):
             package = f"tieaudit.{folder}"
             face = importlib.import_module(package)
             summary = (inspect.getdoc(face) or "").split("\n\n")[0].replace("\n", " ")
-            out += [f"## `{package}`", "", summary, ""]
-            for module in _public_modules(package):
-                names = _defined(module)
-                if not names:
-                    continue
-                first = (inspect.getdoc(module) or "").split("\n\n")[0].replace("\n", " ")
-                out += [f"### `{module.__name__}`", "", f"```{{eval-rst}}\n{first}\n```\n"]
-                for name in names:
-                    out.append(_directive(f"{module.__name__}.{name}", getattr(module, name)))
+            modules = [(m, _defined(m)) for m in _public_modules(package)]
+            sections.append((package, summary, [(m, names) for m, names in modules if names]))
+    # where each documented object is (a name of the package root links to its entry there)
+    home = {(n, id(getattr(m, n))): f"{m.__name__}.{n}" for *_, modules in sections
+            for m, names in modules for n in names}  # fmt: skip
+    for name in sorted(n for n in tieaudit.__all__ if not n.startswith("__")):
+        obj = getattr(tieaudit, name)
+        target = home.get((name, id(obj)), f"tieaudit.{tieaudit._SOURCE[name]}.{name}")
+        role = "class" if inspect.isclass(obj) else "func" if callable(obj) else "data"
+        out.append(f"- `tieaudit.{name}`: {{py:{role}}}`{target}`")
+    out.append("")
+    for package, summary, modules in sections:
+        out += [f"## `{package}`", "", summary, ""]
+        for module, names in modules:
+            first = (inspect.getdoc(module) or "").split("\n\n")[0].replace("\n", " ")
+            out += [f"### `{module.__name__}`", "", f"```{{eval-rst}}\n{first}\n```\n"]
+            for name in names:
+                out.append(_directive(f"{module.__name__}.{name}", getattr(module, name)))
     out += ["## Extension protocols", "",
             "What an extension implements, documented with its folder above:", ""]  # fmt: skip
     for heading, names in PROTOCOLS.items():

@@ -66,5 +66,7 @@ class SharedLast(_Shared):
         return (ties.g + ties.t).astype(np.float64)
 
 
+#: The ``shared_first`` kind, registered: every tied relevant item at its group's first place.
 SHARED_FIRST = register(SharedFirst())
+#: The ``shared_last`` kind, registered: every tied relevant item at its group's last place.
 SHARED_LAST = register(SharedLast())
