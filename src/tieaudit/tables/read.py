@@ -33,6 +33,7 @@ __all__ = [
     "parquet_columns", "FileRecords", "name_records",
 ]  # fmt: skip
 
+#: The columns every candidates table has (see the module docstring).
 REQUIRED_COLUMNS = ("row", "user_id", "item_id", "label", "score")
 #: Optional per-row counts (see the module docstring).
 COUNT_COLUMNS = ("n_relevant", "n_higher", "n_lower")
