@@ -70,6 +70,7 @@ _BEFORE = {
     "item_id": "m.item_id < x.item_id",
     "docno_desc": "m.item_id > x.item_id",
 }
+#: The rule kinds SQL computes: the ordered ones, then ``expected``.
 SQL_RULES = (*_BEFORE, "expected")
 #: The rules that read the stored order (a ``pos`` column).
 POSITION_RULES = ("input_order", "reversed_input")
@@ -89,7 +90,9 @@ class Dialect:
         return f"(SELECT range AS p FROM range(0, {n + 1}))"
 
 
+#: DuckDB's dialect (``range(0, n + 1)`` gives the column ``range``).
 DUCKDB = Dialect("duckdb", "VARCHAR")
+#: Spark SQL's dialect (``range(0, n + 1)`` gives the column ``id``).
 SPARK = Dialect("spark", "STRING")
 
 
