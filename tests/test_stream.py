@@ -27,6 +27,10 @@ from tieaudit.analyses.compare import ModelRows, compare, negatives_note, orderi
 from tieaudit.ties.rules import rule_kinds
 from tieaudit.ties.rules import parse_rules
 from tieaudit.evaluation.stream import (
+    BASELINE,
+    CHECK_SHARE,
+    MIN_CHECK,
+    Budget,
     Cost,
     Progress,
     chunk_budget,
@@ -330,10 +334,14 @@ def test_memory_budget() -> None:
     assert got.n_chunks == 1 and got.max_lines == 1000
     rules = parse_rules(["input_order", "random:3"])
     one = Cost.of(rules[:1], 1, 1)
-    assert chunk_budget("1GB", rules[:1], 10**8, one).lines == chunk_lines(10**9)
+    # the row check's share of what is left beside the baseline, the rest the chunks'
+    keys = int(CHECK_SHARE * (10**9 - BASELINE))
+    assert chunk_budget("1GB", rules[:1], 10**8, one) == Budget(
+        chunk_lines(10**9 - keys), one.row / one.line, one.line, keys)
+    assert chunk_budget("1KB", rules[:1], 10**8, one).check == MIN_CHECK
     three = Cost.of(rules[:1], 1, 1, share=3)
     assert three == Cost(3 * one.line, 3 * one.row)
-    assert chunk_budget("1GB", rules[:1], 10**8, three).lines == chunk_lines(10**9) // 3
+    assert chunk_budget("1GB", rules[:1], 10**8, three).lines == chunk_lines(10**9 - keys) // 3
     assert chunk_budget(None, rules, 10**8, one) is None
 
 

@@ -7,6 +7,7 @@ timed."""
 
 from __future__ import annotations
 
+import math
 import tracemalloc
 
 import numpy as np
@@ -25,6 +26,8 @@ from tieaudit.ties.rules import random as random_rule
 from tieaudit.evaluation.stream import (
     BASELINE,
     BYTES_PER_LINE,
+    CHECK_SHARE,
+    MIN_CHECK,
     MIN_LINES,
     Cost,
     chunk_budget,
@@ -40,6 +43,13 @@ def rows_frame(n_rows: int, per_row: int, seed: int = 0) -> pd.DataFrame:
     return pd.DataFrame({"row": row, "user_id": row // 2, "item_id": slot,
                          "label": (slot == 0).astype(np.int8),
                          "score": rng.integers(0, 3, size=row.size).astype(float)})  # fmt: skip
+
+
+def memory_for(lines: int) -> int:
+    """The budget whose chunks take ``lines`` lines of :data:`BYTES_PER_LINE` bytes, beside the
+    baseline and the row check's share (:func:`tieaudit.evaluation.stream.check_memory`)."""
+    chunks = lines * BYTES_PER_LINE
+    return BASELINE + max(chunks + MIN_CHECK, math.ceil(chunks / (1 - CHECK_SHARE)))
 
 
 def test_a_row_costs_what_its_rules_keep() -> None:
@@ -78,7 +88,7 @@ def test_one_line_rows_get_fewer_a_chunk_as_seeds_and_measures_grow(tmp_path, mo
     all three)."""
     path = tmp_path / "one.csv"
     rows_frame(30_000, 1).to_csv(path, index=False)
-    memory = BASELINE + 15 * 10**6  # 75,000 lines: all 30,000 rows when a row costs a line
+    memory = memory_for(75_000)  # all 30,000 rows when a row costs a line
     seen = _recorded(monkeypatch)
     largest = []
     for measures, seeds in ((["HR@1"], 1), (["HR@1"], 100), (None, 100)):  # None: 12 measures
@@ -107,7 +117,7 @@ def test_every_chunk_fits_the_budget_whatever_the_row_length(tmp_path, monkeypat
                        row_group_size=groups)  # fmt: skip
     rules, measures, seeds = ["hash_mean", "input_order"], ["HR@1", "nDCG@5"], 20
     cost = Cost.of(parse_rules(rules), len(measures), seeds)
-    memory = BASELINE + 8000 * BYTES_PER_LINE
+    memory = memory_for(8000)
     budget = chunk_budget(memory, parse_rules(rules), len(frame), cost)
     assert budget.lines == 8000
     seen = _recorded(monkeypatch)
@@ -213,13 +223,17 @@ def test_row_keys_hold_no_python_object_a_row() -> None:
 
 
 def test_the_row_check_merges_a_chunks_keys_in_one_copy() -> None:
-    """The row check's sorted keys of the rows read so far (8 bytes a row, outside the budget)
+    """The row check's sorted keys of the rows read so far, with the record each started at,
     take one new copy to merge a chunk's in, not two (a sort of the two joined); the same
     sorted keys."""
     check = RowCheck(open_source(rows_frame(1, 1)))
     rng = np.random.default_rng(5)
-    check.seen = np.sort(rng.integers(0, 2**63, size=10**6).astype(np.uint64))
-    keys = RowKeys.of(pa.table({"row": pa.array([f"r{i}" for i in range(10)])}))
-    want = np.sort(np.concatenate([check.seen, keys.keys]))
-    assert _peak(lambda: check.add_keys(keys, 0)) < 1.3 * check.seen.nbytes
-    np.testing.assert_array_equal(check.seen, want)
+    keys = np.unique(rng.integers(0, 2**63, size=10**6).astype(np.uint64))
+    check.runs.add(keys, np.arange(len(keys), dtype=np.int64))
+    chunk = RowKeys.of(pa.table({"row": pa.array([f"r{i}" for i in range(10)])}))
+    want = np.sort(np.concatenate([keys, chunk.keys]))
+    held = check.runs.keys.nbytes + check.runs.records.nbytes
+    assert _peak(lambda: check.add_keys(chunk, 10**6)) < 1.3 * held
+    np.testing.assert_array_equal(check.runs.keys, want)
+    assert sorted(check.runs.records[np.isin(check.runs.keys, chunk.keys)]) == [
+        10**6 + i for i in range(10)]

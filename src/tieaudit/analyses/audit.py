@@ -987,20 +987,21 @@ def _audit_in_chunks(data: object, task: _AuditTask, finish: dict[str, Any],
     cost = Cost.of(rs, len(task.measures), task.n_seeds, share=AUDIT_SHARE)
     source, chunks, _ = open_chunks(data, rs, chunk_rows, memory, cost, task.columns)
     task = replace(task, columns=source.columns)
-    first = next(chunks, None)
-    if first is None:
-        raise CandidateError(f"{source.name}: no candidates (the table is empty)")
-    parts = Merging(AuditSums.merge)
     bar = Progress(source.n_lines, "audit", enabled=progress)
-
-    def keep(part: AuditSums, lines: int) -> None:
-        parts.add(part)
-        bar.update(lines)
-
-    items = (((chunk, source.name, source.where(offset), (offset, source.n_lines)), chunk.num_rows)
-             for chunk, offset in itertools.chain([first], chunks))  # fmt: skip
     try:
+        first = next(chunks, None)
+        if first is None:
+            raise CandidateError(f"{source.name}: no candidates (the table is empty)")
+        parts = Merging(AuditSums.merge)
+
+        def keep(part: AuditSums, lines: int) -> None:
+            parts.add(part)
+            bar.update(lines)
+
+        items = (((chunk, source.name, source.where(offset), (offset, source.n_lines)),
+                  chunk.num_rows) for chunk, offset in itertools.chain([first], chunks))  # fmt: skip
         map_chunks(_audit_chunk, task, items, jobs, keep)
     finally:
+        chunks.close()  # its row check's files removed, also on an error
         bar.close()
     return parts.total.result(**finish, n_chunks=parts.n)

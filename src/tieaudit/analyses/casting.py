@@ -12,6 +12,7 @@ precision, the share of rows whose relevant item is tied and the means of ``inpu
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from contextlib import closing
 from typing import Any
 
 import pandas as pd
@@ -53,9 +54,10 @@ def _tables(data: Any, memory: int | str | None, chunk_rows: int | None, n_measu
     rs = parse_rules(_CAST_RULES)
     source, chunks, _ = open_chunks(data, rs, chunk_rows, memory, Cost.of(rs, n_measures),
                                     columns)  # fmt: skip
-    for chunk, offset in chunks:
-        yield chunk_table(chunk, source.name, source.where(offset), (offset, source.n_lines),
-                          source.columns)  # fmt: skip
+    with closing(chunks):  # its row check's files removed, also on an error
+        for chunk, offset in chunks:
+            yield chunk_table(chunk, source.name, source.where(offset), (offset, source.n_lines),
+                              source.columns)  # fmt: skip
 
 
 def cast_summary(data: Any, precisions: Iterable[str], measures: Iterable[str | Measure],
@@ -78,11 +80,12 @@ def cast_summary(data: Any, precisions: Iterable[str], measures: Iterable[str | 
     tied = [0] * len(levels)
     sums: list[list[Sums]] = [[] for _ in levels]
     source = getattr(data, "source", str(data))
-    for table in _tables(data, memory, chunk_rows, len(ms), columns):
-        casts = [cast_table(table, p) for p in levels]  # a table it cannot cast: refused first
-        for i, cast in enumerate(casts):
-            tied[i] += _tied_rows(cast)
-            sums[i].append(evaluate(cast, ms, _CAST_RULES).sums())
+    with closing(_tables(data, memory, chunk_rows, len(ms), columns)) as tables:
+        for table in tables:
+            casts = [cast_table(table, p) for p in levels]  # a table it cannot cast: refused first
+            for i, cast in enumerate(casts):
+                tied[i] += _tied_rows(cast)
+                sums[i].append(evaluate(cast, ms, _CAST_RULES).sums())
     if not sums[0]:
         raise CandidateError(f"{source}: no candidates (the table is empty)")
     lines = []

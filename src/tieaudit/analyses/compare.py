@@ -52,6 +52,7 @@ from ..evaluation.stream import (
     Cost,
     Merging,
     Progress,
+    check_memory,
     check_options,
     check_size,
     chunk_budget,
@@ -446,7 +447,8 @@ def compare(
     budget = None if chunk_rows is not None else chunk_budget(memory, rs, sources[0].n_lines, cost)
     max_lines, row_lines = (budget.lines, budget.row_lines) if budget else (None, 0.0)
     readers = [RowChunks(src.batches()) for src in sources]
-    checks = [RowCheck(src) for src in sources]
+    keys = budget.check if budget is not None else check_memory(memory)
+    checks = [RowCheck(src, keys // len(sources)) for src in sources]
     parts = Merging(CompareSums.merge)
     bar = Progress(sources[0].n_lines, "compare", enabled=progress)
 
@@ -468,6 +470,8 @@ def compare(
                     [s.where(o) for s, (_, o) in zip(sources, taken, strict=True)],
                     [(o, s.n_lines) for s, (_, o) in zip(sources, taken, strict=True)],
                     [s.columns for s in sources]), first[0].num_rows)  # fmt: skip
+        for check in checks:  # rows whose first lines were spilled, before any result
+            check.finish()
         for src, r, name in zip(sources[1:], readers[1:], names[1:], strict=True):
             if not r.done():
                 extra = r.next(max_rows=1)
@@ -481,6 +485,8 @@ def compare(
     try:
         map_chunks(_compare_chunk, task, items(), jobs, keep)
     finally:
+        for check in checks:  # their files removed, also on an error
+            check.close()
         bar.close()
     if parts.total is None:
         raise CandidateError(f"{sources[0].name}: no candidates (the table is empty)")

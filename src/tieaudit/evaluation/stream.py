@@ -41,9 +41,15 @@ beforehand; a group that does not fit alone is evaluated in pieces that fit besi
 (:meth:`Budget.split`). Chunks' partial results are merged as they come (:class:`Merging`).
 ``chunk_rows`` sets the number of rows per chunk instead.
 
-Outside the model: the row check keeps 8 bytes a row of the input read so far
-(:class:`tieaudit.tables.inputs.RowCheck`), and per-row values asked for (``per_row``) are kept until
-they are written, one number a row, rule and measure of the whole input.
+The check that no row comes back after other rows (:class:`tieaudit.tables.inputs.RowCheck`)
+keeps a key of every row read: of what is left of the budget beside the :data:`BASELINE` (and
+what a rule keeps of the whole input), :data:`CHECK_SHARE` is reserved for the keys it holds in
+memory (at least :data:`MIN_CHECK`; :func:`check_memory`) and the rest is the chunks'. Past its
+share it spills the keys to temporary files (``TMPDIR``, 16 bytes a row of the input, removed
+afterwards) and merges them within the same share at the end of the input, before any result
+is returned, so memory follows the budget whatever the number of rows. Outside the model:
+per-row values asked for (``per_row``) are kept until they are written, one number a row, rule
+and measure of the whole input.
 
 With ``jobs > 1`` chunks are evaluated by ``jobs`` processes, this one and a pool of
 ``jobs - 1`` (each holding one chunk at a time), and merged in row order, so the result does
@@ -61,7 +67,7 @@ import re
 import sys
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -95,8 +101,8 @@ from .sums import EXACT_RULE, Sums
 __all__ = [
     "Streamed", "evaluate_stream", "parse_memory", "chunk_lines", "DEFAULT_MEMORY",
     "BYTES_PER_LINE", "ROW_BYTES", "PER_ROW_BYTES", "BASELINE", "READ_SHARE", "MIN_LINES",
-    "Progress", "map_chunks", "check_options", "open_chunks", "chunk_table", "check_size", "Cost",
-    "Budget", "chunk_budget", "Merging",
+    "CHECK_SHARE", "MIN_CHECK", "check_memory", "Progress", "map_chunks", "check_options",
+    "open_chunks", "chunk_table", "check_size", "Cost", "Budget", "chunk_budget", "Merging",
 ]  # fmt: skip
 
 #: The default memory budget of a process, in bytes.
@@ -119,6 +125,12 @@ READ_SHARE = 3
 #: The smallest chunk, in lines (each row counting as many more as its cost asks), whatever the
 #: budget: a budget below the baseline gives chunks of this size.
 MIN_LINES = 1000
+#: The share of a budget, beside the :data:`BASELINE`, that the row check's keys in memory take
+#: (:class:`tieaudit.tables.inputs.RowCheck`; past it they are spilled to temporary files).
+CHECK_SHARE = 0.1
+#: The least memory of the row check's keys, whatever the budget (as :data:`MIN_LINES` for the
+#: chunks): 1 MB, about 25,000 rows.
+MIN_CHECK = 10**6
 _UNITS = {"": 1, "b": 1, "k": 10**3, "kb": 10**3, "m": 10**6, "mb": 10**6, "g": 10**9,
           "gb": 10**9, "t": 10**12, "tb": 10**12, "kib": 2**10, "mib": 2**20, "gib": 2**30,
           "tib": 2**40}  # fmt: skip
@@ -143,6 +155,14 @@ def chunk_lines(memory: int, line_bytes: float = BYTES_PER_LINE) -> int:
     """Lines of ``line_bytes`` bytes per chunk that fit a memory budget of ``memory`` bytes (at
     least :data:`MIN_LINES`)."""
     return max(MIN_LINES, int((memory - BASELINE) // line_bytes))
+
+
+def check_memory(memory: int | str | None, kept: int = 0) -> int:
+    """The bytes of a ``memory`` budget (``None``: :data:`DEFAULT_MEMORY`) the row check's keys
+    take in memory, once ``kept`` bytes of a rule are taken from it: :data:`CHECK_SHARE` of
+    what is left beside the :data:`BASELINE`, at least :data:`MIN_CHECK`."""
+    size = parse_memory(memory) if memory is not None else DEFAULT_MEMORY
+    return max(MIN_CHECK, int(CHECK_SHARE * (size - kept - BASELINE)))
 
 
 @dataclass(frozen=True)
@@ -192,11 +212,14 @@ def _result_bytes(rule: TieRule, n_measures: int, n_seeds: int) -> int:
 @dataclass(frozen=True)
 class Budget:
     """The size of a chunk: its lines, and ``row_lines`` more for each of its rows, at most
-    ``lines`` (:func:`tieaudit.tables.inputs.whole_rows` cuts chunks so); a line takes ``line_bytes``."""
+    ``lines`` (:func:`tieaudit.tables.inputs.whole_rows` cuts chunks so); a line takes ``line_bytes``.
+    ``check``: the bytes the row check's keys take in memory beside the chunks
+    (:func:`check_memory`)."""
 
     lines: int
     row_lines: float = 0.0
     line_bytes: float = BYTES_PER_LINE
+    check: int = MIN_CHECK
 
     def split(self, chunk: pa.Table) -> Iterator[tuple[pa.Table, int]]:
         """``chunk`` (whole rows, read) in pieces that fit the budget, each with its first line
@@ -350,17 +373,20 @@ def _group_cost(pf: Any, group: int, lines: int, budget: Budget, key: str = "row
 
 
 def _chunks(source: Source, max_rows: int | None, budget: Budget | None,
-            whole: list[TieRule]) -> Iterator[tuple[pa.Table, int]]:  # fmt: skip
-    """The chunks of ``source``, each checked for rows read before. A rule that needs the whole
-    table takes each chunk's place in it: an input whose size is not known beforehand (CSV) is
-    refused as soon as a second chunk of a stored table appears."""
-    check = RowCheck(source)
+            whole: list[TieRule], check_bytes: int) -> Generator[tuple[pa.Table, int], None, None]:  # fmt: skip
+    """The chunks of ``source``, each checked for rows read before (the check's keys within
+    ``check_bytes``, every row checked before the last chunk is handed out). A rule that needs
+    the whole table takes each chunk's place in it: an input whose size is not known beforehand
+    (CSV) is refused as soon as a second chunk of a stored table appears."""
     lines, row_lines = (budget.lines, budget.row_lines) if budget is not None else (None, 0.0)
-    for i, (chunk, offset) in enumerate(whole_rows(source.batches(), max_rows, lines, row_lines)):
-        if i == 1:
-            check_size(source, chunk, whole)
-        check.add(chunk, offset)
-        yield chunk, offset
+    with RowCheck(source, check_bytes) as check:
+        chunks = whole_rows(source.batches(), max_rows, lines, row_lines)
+        for i, (chunk, offset) in enumerate(chunks):
+            if i == 1:
+                check_size(source, chunk, whole)
+            check.add(chunk, offset)
+            yield chunk, offset
+        check.finish()
 
 
 def check_size(source: Source, chunk: pa.Table, whole: list[TieRule]) -> None:
@@ -444,19 +470,23 @@ def evaluate_stream(
                       chunk.num_rows) for chunk, offset in chunks)  # fmt: skip
             map_chunks(_evaluate_chunk, task, items, jobs, keep)
         else:  # each process reads its own row groups
-            check = RowCheck(source)
+            check = RowCheck(source, budget.check)
 
             def checked(result: Any, lines: int) -> None:
                 if result is not None:
                     check.add_keys(result[1], result[2])
                     if isinstance(result[0], CandidateError):
+                        check.finish()  # a row out of place explains the errors it causes
                         raise result[0]
                 keep(None if result is None else result[0], lines)
 
             items = (((path, source.name, s, source.n_lines), lines)
                      for s, lines in _spans(path, budget, source.columns.name("row")))  # fmt: skip
-            map_chunks(_evaluate_span, task, items, jobs, checked)
+            with check:
+                map_chunks(_evaluate_span, task, items, jobs, checked)
+                check.finish()
     finally:
+        chunks.close()  # its row check's files removed, also on an error
         bar.close()
     if parts.total is None:
         raise CandidateError(f"{source.name}: no candidates (the table is empty)")
@@ -480,7 +510,7 @@ def check_options(measures: Iterable[str | Measure] | None, rules: Iterable[str 
 
 def open_chunks(data: Any, rs: list[TieRule], chunk_rows: int | None, memory: int | str | None,
                 cost: Cost | None = None, columns: Columns | None = None
-                ) -> tuple[Source, Iterator[tuple[pa.Table, int]], Budget | None]:  # fmt: skip
+                ) -> tuple[Source, Generator[tuple[pa.Table, int], None, None], Budget | None]:  # fmt: skip
     """The source of ``data`` (``columns``: its own column names), its chunks (under the
     format's names) and their size (``None``: ``chunk_rows`` rows, or one chunk when neither
     ``chunk_rows`` nor ``memory`` is given); ``cost``: what a chunk's lines and rows take
@@ -491,15 +521,16 @@ def open_chunks(data: Any, rs: list[TieRule], chunk_rows: int | None, memory: in
         source = source.counted()
     cost = cost if cost is not None else Cost.of(rs)
     budget = None if chunk_rows is not None else chunk_budget(memory, rs, source.n_lines, cost)
-    return source, _chunks(source, chunk_rows, budget, whole), budget
+    keys = budget.check if budget is not None else check_memory(memory)
+    return source, _chunks(source, chunk_rows, budget, whole, keys), budget
 
 
 def chunk_budget(memory: int | str | None, rs: list[TieRule], n_lines: int | None,
                  cost: Cost) -> Budget | None:  # fmt: skip
     """The size of a chunk within the ``memory`` budget (``None``: no budget, one chunk) at
     ``cost``, once what a rule keeps of the whole input of ``n_lines`` lines
-    (:attr:`tieaudit.ties.rules.RuleKind.table_bytes`) is taken from it: an error when that leaves
-    nothing."""
+    (:attr:`tieaudit.ties.rules.RuleKind.table_bytes`) is taken from it (an error when that leaves
+    nothing) and the row check's share (:func:`check_memory`)."""
     if memory is None:
         return None
     size = parse_memory(memory)
@@ -512,7 +543,9 @@ def chunk_budget(memory: int | str | None, rs: list[TieRule], n_lines: int | Non
             f"{kept / 1e9:g} GB) besides {BASELINE / 1e9:g} GB for the process and its chunks; "
             f"give a larger memory budget, or leave {keeps} out"
         )
-    return Budget(chunk_lines(size - kept, cost.line), cost.row / cost.line, cost.line)
+    check = check_memory(size, kept)
+    return Budget(chunk_lines(size - kept - check, cost.line), cost.row / cost.line, cost.line,
+                  check)  # fmt: skip
 
 
 class Merging:

@@ -117,17 +117,30 @@ def _table_source(table: pa.Table, name: str, columns: Columns,
                   said: Columns | None = None) -> Source:  # fmt: skip
     """The source of an Arrow table under its own names ``columns`` (``said``: those its errors
     name, when another table's: a frame's)."""
-    done = columns.resolve(table.column_names, name)
-    table = done.canonical(table, name)
+    done = _resolved(columns, table.column_names, name)
+    if done is not None:
+        table = done.canonical(table, name)
     return Source(name, lambda: iter(table.to_batches(max_chunksize=BATCH_LINES)), table.num_rows,
-                  columns=said or done)  # fmt: skip
+                  columns=said or done or FORMAT)  # fmt: skip
 
 
-def _renamed(batches: Iterator[pa.RecordBatch | pa.Table], columns: Columns,
-             name: str) -> Iterator[pa.Table]:  # fmt: skip
-    """``batches`` under the format's names (``columns``: resolved)."""
+def _resolved(columns: Columns, names: list[str], name: str) -> Columns | None:
+    """``columns`` resolved for an Arrow input with the columns ``names``; ``None`` when they
+    are the format's and one is missing: the input is then read as it is (as a row check reads
+    a table of row ids alone), and validating its chunks names what is missing."""
+    try:
+        return columns.resolve(names, name)
+    except CandidateError:
+        if not columns.is_default:
+            raise
+        return None
+
+
+def _renamed(batches: Iterator[pa.RecordBatch | pa.Table], columns: Columns | None,
+             name: str) -> Iterator[pa.RecordBatch | pa.Table]:  # fmt: skip
+    """``batches`` under the format's names (``columns``: resolved; ``None``: as they are)."""
     for batch in batches:
-        yield columns.canonical(batch, name)
+        yield batch if columns is None else columns.canonical(batch, name)
 
 
 #: Names of files and folders a folder's reader skips, as pyarrow's datasets do
@@ -395,17 +408,17 @@ def open_source(data: Any, columns: Columns | None = None) -> Source:
     if isinstance(data, pa.Table):
         return _table_source(data, "<table>", columns)
     if isinstance(data, pa.RecordBatchReader):  # read once, as it streams
-        done = columns.resolve(data.schema.names, "<batches>")
+        done = _resolved(columns, data.schema.names, "<batches>")
         return Source("<batches>", lambda: _renamed(iter(data), done, "<batches>"), None,
-                      rereadable=False, columns=done)  # fmt: skip
+                      rereadable=False, columns=done or FORMAT)  # fmt: skip
     import pyarrow.dataset as ds
 
     if isinstance(data, ds.Dataset):  # in order: files, then records; partition keys are columns
-        done = columns.resolve(data.schema.names, "<dataset>")
+        done = _resolved(columns, data.schema.names, "<dataset>")
         read = columns.read(data.schema.names, "<dataset>")
         return Source("<dataset>", lambda: _renamed(data.to_batches(
             columns=read, batch_size=BATCH_LINES), done, "<dataset>"), data.count_rows(),
-            columns=done)  # fmt: skip
+            columns=done or FORMAT)  # fmt: skip
     if isinstance(data, pd.DataFrame):
         done = columns.resolve([str(c) for c in data.columns], "<frame>")
         return _table_source(frame_to_arrow(data, "<frame>", done), "<frame>", FORMAT,
@@ -535,11 +548,16 @@ def _cut(starts: np.ndarray, n_lines: int, max_rows: int | None, max_lines: int 
 class RowKeys:
     """The distinct row ids of a chunk as :class:`RowCheck` needs them (small, picklable):
     ``keys`` the 64-bit hashes of their text, sorted; ``ids`` (an Arrow array: no Python object
-    a row) and ``first`` (the line of the chunk each first appears on) in the same order."""
+    a row) and ``first`` (the line of the chunk each first appears on) in the same order;
+    ``ascending``: the orders in which the rows' ids strictly increase in stored order, each
+    with the chunk's first and last id in it: ``("value", first, last)`` for ids that are
+    integers (or text that reads as integers: a CSV file's), ``("text", first, last)`` by code
+    point (Python's order of ``str``)."""
 
     keys: np.ndarray
     ids: pa.Array | pa.ChunkedArray
     first: np.ndarray
+    ascending: tuple[tuple[str, Any, Any], ...] = ()
 
     @classmethod
     def of(cls, chunk: pa.Table) -> RowKeys | None:
@@ -560,48 +578,173 @@ class RowKeys:
         keys, at = np.unique(hashes, return_index=True)  # a row's first run
         valid = ~pc.is_null(text).to_numpy(zero_copy_only=False)[at]
         at = at[valid]
-        return cls(keys[valid], pc.take(runs, pa.array(at)), starts[at])
+        ascending = tuple((kind, *ends) for kind, ids in (("value", _values(runs, text)),
+                                                          ("text", text))
+                          if ids is not None and (ends := _ascending(ids)) is not None)  # fmt: skip
+        return cls(keys[valid], pc.take(runs, pa.array(at)), starts[at], ascending)
+
+
+def _values(runs: pa.Array | pa.ChunkedArray, text: pa.Array | pa.ChunkedArray
+            ) -> pa.Array | pa.ChunkedArray | None:  # fmt: skip
+    """Row ids as integers: integer ids, or their text read as integers (``None``: not all are)."""
+    if pa.types.is_integer(runs.type):
+        return runs
+    try:
+        return pc.cast(text, pa.int64())
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        return None
+
+
+def _ascending(ids: pa.Array | pa.ChunkedArray) -> tuple[Any, Any] | None:
+    """The first and last of ``ids`` when each is above the one before (none null), else
+    ``None``. Ids that increase are distinct, and so is the text of each, which is what a row's
+    key hashes: an order of the text itself, or of a value read from it."""
+    n = len(ids)
+    if not n or ids.null_count:
+        return None
+    if n > 1 and not pc.all(pc.less(ids.slice(0, n - 1), ids.slice(1))).as_py():
+        return None
+    return ids[0].as_py(), ids[n - 1].as_py()
 
 
 class RowCheck:
     """Refuses a row that comes back after other rows were read (its lines not contiguous).
 
-    Keeps a sorted array of 64-bit hashes of the row ids already read (8 bytes a row, beside any
-    memory budget; a chunk's check costs a binary search of each of its rows and a merge of two
-    sorted arrays, one new copy of them); two different row ids share a hash with a probability
-    of about ``rows**2 / 2**65``.
+    Keeps a 64-bit hash of each row id read, with the record the row started at, in sorted runs
+    (:class:`tieaudit.tables._runs.SortedRuns`): the newest in memory, within ``memory`` bytes
+    (about 40 bytes a row: the key, its record and their copy while a chunk's keys are merged
+    in; ``None``: no limit), the others spilled to temporary files (``TMPDIR``), 16 bytes a row,
+    removed by :meth:`close`. Each chunk's rows are checked against the run in memory as it is
+    added (a binary search of each row); a row whose first lines were spilled is found by
+    :meth:`finish` at the end of the input, a merge of the runs a block at a time within
+    ``memory``. Either way the error names the first row that comes back, whatever the budget.
+    While the row ids increase (a file sorted by row) no row can come back: the chunks are not
+    searched and the runs are not merged, but their keys are kept all the same, so that a row
+    after the order breaks is checked against every row before it. Two different row ids share
+    a hash with a probability of about ``rows**2 / 2**65`` (the second would be refused).
+
+    With ``memory`` the check is complete only once :meth:`finish` has been called; use it as
+    a context manager, or call :meth:`close`, to remove its files (also on an error).
     """
 
-    def __init__(self, source: Source) -> None:
+    def __init__(self, source: Source, memory: int | None = None) -> None:
+        from ._runs import SortedRuns
+
         self.source = source
-        self.seen = np.zeros(0, dtype=np.uint64)
+        self.runs = SortedRuns(memory)
+        self._held: tuple[pa.Table, int] | None = None  # the first chunk, until a second comes
+        self._chunks = 0
+        # the last row id in each order in which the ids have increased so far
+        self._last: dict[str, Any] | None = {"value": None, "text": None}
+
+    def __enter__(self) -> RowCheck:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def add(self, chunk: pa.Table, offset: int) -> None:
-        """Record the rows of ``chunk``; an error if one of them was read before."""
+        """Record the rows of ``chunk``; an error if one of them was read before. (The first
+        chunk's rows are recorded once a second chunk comes: one chunk needs no check.)"""
+        if not self._chunks and self._held is None:
+            self._held = (chunk, offset)
+            return
+        self._release()
         self.add_keys(RowKeys.of(chunk), offset)
 
     def add_keys(self, rows: RowKeys | None, offset: int) -> None:
         """Record the rows of a chunk starting at record ``offset`` from their keys; an error
         naming the first of them that was read before."""
+        self._release()
+        self._chunks += 1
         if rows is None:
             return
-        where = np.searchsorted(self.seen, rows.keys)
-        if len(self.seen):
-            at = np.minimum(where, len(self.seen) - 1)
-            again = np.flatnonzero(self.seen[at] == rows.keys)
-            if len(again):
-                i = int(again[np.argmin(rows.first[again])])
+        records = offset + rows.first
+        if self._follows(rows):
+            self.runs.add(rows.keys, records)
+            return
+        where, held = self.runs.where(rows.keys)
+        again = np.flatnonzero(held)
+        if len(again):
+            i = int(again[np.argmin(rows.first[again])])
+            if not self.runs.spilled:
                 self._refuse(rows.ids[i].as_py(), int(rows.first[i]), offset)
-        # both sorted: merged into one new copy (a sort of the two joined made two)
-        self.seen = np.insert(self.seen, where, rows.keys)
+            # a row whose first lines were spilled may have come back before
+            found = self.runs.first_again((rows.keys, records))
+            assert found is not None  # this chunk's row i at least
+            at = np.flatnonzero(records == found[0])
+            self._refuse_record(*found, rows.ids[int(at[0])].as_py() if len(at) else None)
+        self.runs.add(rows.keys, records, where)
 
-    def _refuse(self, row: Any, pos: int, offset: int) -> None:
+    def finish(self) -> None:
+        """At the end of the input: an error naming the first row that comes back whose
+        earlier lines were spilled (the runs merged), then the files removed."""
+        try:
+            if self.runs.spilled and not self._last:
+                found = self.runs.first_again()
+                if found is not None:
+                    self._refuse_record(*found)
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Remove the spilled keys (and forget the chunk held)."""
+        self._held = None
+        self.runs.close()
+
+    def _release(self) -> None:
+        """Record the first chunk held, now that another one comes."""
+        if self._held is not None:
+            chunk, offset = self._held
+            self._held = None
+            self.add_keys(RowKeys.of(chunk), offset)
+
+    def _follows(self, rows: RowKeys) -> bool:
+        """Whether the ids of ``rows`` go on increasing from every row id before, in an order
+        they have kept so far (then none of them was read before); an order once broken is
+        never taken again."""
+        if not self._last:
+            return False
+        kept = {}
+        for kind, lo, hi in rows.ascending:
+            if kind in self._last:
+                last = self._last[kind]
+                try:
+                    if last is None or last < lo:
+                        kept[kind] = hi
+                except TypeError:  # ids of another type
+                    pass
+        self._last = kept or None
+        return bool(kept)
+
+    def _row_at(self, record: int) -> Any:
+        """The row id of ``record``, read again from the source (``None``: it cannot be)."""
+        if not self.source.rereadable:
+            return None
+        seen = 0
+        for batch in self.source.batches():
+            if record < seen + batch.num_rows:
+                if "row" not in batch.schema.names:
+                    return None
+                return batch.column("row")[record - seen].as_py()
+            seen += batch.num_rows
+        return None
+
+    def _refuse_record(self, record: int, before: int, row: Any = None) -> None:
+        """Refuse the row starting at ``record`` of the source, read before at ``before``."""
+        row = self._row_at(record) if row is None else row
+        if row is None:
+            self._refuse(None, 0, record, self.source.record(before, 0))
+        self._refuse(row, 0, record)
+
+    def _refuse(self, row: Any, pos: int, offset: int, before: str | None = None) -> None:
         where = name_records(self.source.name, np.array([pos]), self.source.where(offset))
         col = self.source.columns.name("row")
-        what = ("user", " (each user is one row: the table has no row column)") \
+        part, why = ("user", " (each user is one row: the table has no row column)") \
             if self.source.columns.users_as_rows else ("row", "")  # fmt: skip
+        what = f"{part} {str(row)!r}" if before is None else f"the {part} read at {before}"
         raise CandidateError(
-            f"{where}: {what[0]} {str(row)!r} comes back after other {what[0]}s{what[1]}; "
+            f"{where}: {what} comes back after other {part}s{why}; "
             "read in chunks of whole rows, a row's lines must be contiguous: sort the lines by "
             f"{col} with a stable sort (keeping each row's stored order, which input_order "
             f"uses), e.g. pandas frame.sort_values({col!r}, kind='stable'), or evaluate in one "

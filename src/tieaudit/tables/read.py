@@ -296,7 +296,8 @@ def validate_arrow(
     retrieved; :mod:`tieaudit.tables.trec`), which a graded table's ``n_relevant`` counts.
     """
     check_unique_columns(table.column_names, source)
-    FORMAT.resolve(table.column_names, source)  # every part under its own name
+    Columns().resolve(table.column_names, source)  # a part missing: named, with the options
+    FORMAT.resolve(table.column_names, source)  # every part under its own name, the row too
     say = (columns or FORMAT).name
     if table.num_rows == 0:
         raise CandidateError(f"{source}: no candidates (the table is empty)")
