@@ -23,31 +23,6 @@ class Defect:
 
 DEFECTS: tuple[Defect, ...] = (
     Defect(
-        name="expected-graded-variance-with-replacement",
-        path="src/tieaudit/ties/rules/expected.py",
-        old="out[first] = np.divide(tf * spread, tf - 1, out=np.zeros(len(first)), where=tf > 1)",
-        new="out[first] = spread",
-        means="graded expected nDCG's variance drops the factor t / (t - 1) of drawing without "
-        "replacement",
-        first=("tests/test_graded.py",),
-    ),
-    Defect(
-        name="graded-pessimistic-highest-grade-first",
-        path="src/tieaudit/ties/rules/bounds.py",
-        old="return ties.t - 1 - ties.rank_in_group",
-        new="return ties.t - ties.r + ties.rank_in_group",
-        means="pessimistic puts a tie group's highest grade first among its last places",
-        first=("tests/test_graded.py",),
-    ),
-    Defect(
-        name="reader-column-mapping-ignored",
-        path="src/tieaudit/tables/columns.py",
-        old="        return cls(**{k: v for k, v in given.items() if v is not None}, flags=flags)",
-        new="        return cls(flags=flags)",
-        means="the readers ignore row_col= .. score_col= (and --user-col ..)",
-        first=("tests/test_columns.py",),
-    ),
-    Defect(
         name="id-order-reversed",
         path="src/tieaudit/ties/rules/ids.py",
         old="return -ties.table.item if self.descending else ties.table.item",
