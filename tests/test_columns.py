@@ -238,6 +238,8 @@ def test_columns_that_play_two_parts_are_refused(capsys) -> None:
                  user_col="user")  # fmt: skip
     assert main(["evaluate", "--run", "r", "--qrels", "q", "--user-col", "u"]) == 2
     assert "a TREC run's columns are fixed" in capsys.readouterr().err
+    assert main(["evaluate", "c.csv", "--engine", "duckdb", "--item-col", "i"]) == 2
+    assert "not with --engine duckdb, which reads the format's" in capsys.readouterr().err
 
 
 def test_unread_columns_keep_any_name_and_type(tmp_path: Path) -> None:

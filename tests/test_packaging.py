@@ -35,11 +35,13 @@ EVALUATOR = "import tieaudit.cli\nfrom tieaudit import *\n"
 # The probe's adapters import the evaluator they probe when asked, and an adapter whose library is
 # not installed is reported as such: optional imports, checked against the probe extras.
 ADAPTERS = {p for p in (PACKAGE_DIR / "probe" / "adapters").glob("*.py")}
+# The engines import their engine when asked for (an optional extra each, named after it).
+ENGINES = {"duckdb": PACKAGE_DIR / "duckdb.py", "spark": PACKAGE_DIR / "spark.py"}
 
 
 def step_imports(*scripts: Path) -> set[str]:
     """Third-party imports of ``scripts`` and the library files they run, the adapters' aside."""
-    files = [f for f in library_files(*scripts) if f not in ADAPTERS]
+    files = [f for f in library_files(*scripts) if f not in ADAPTERS | set(ENGINES.values())]
     return set(third_party_imports(*scripts, *files))
 
 
@@ -62,6 +64,14 @@ def closure_imports(tmp_path: Path, script_text: str) -> set[str]:
 def test_the_core_dependencies_are_what_the_evaluator_imports(tmp_path: Path) -> None:
     assert names(PYPROJECT["project"]["dependencies"]) == CORE
     assert closure_imports(tmp_path, EVALUATOR) == CORE
+
+
+@pytest.mark.parametrize("extra", sorted(ENGINES))
+def test_an_engine_imports_the_core_and_its_extra(extra: str) -> None:
+    """``tieaudit.duckdb`` and ``tieaudit.spark``: they import nothing beyond the core and their
+    extra (``tieaudit.spark`` works on the DataFrame it is given and imports no pyspark)."""
+    extras = names(PYPROJECT["project"]["optional-dependencies"][extra])
+    assert extras and set(third_party_imports(ENGINES[extra])) - CORE <= extras
 
 
 def test_the_pipeline_extra_covers_every_step() -> None:
@@ -207,3 +217,11 @@ def test_pip_install_of_the_core_alone_evaluates(tmp_path: Path) -> None:
     res = subprocess.run([str(py), "-c", code], env=env, cwd=tmp_path, capture_output=True,
                          text=True)  # fmt: skip
     assert res.returncode == 0 and "HR@5" in res.stdout, res.stderr[-3000:]
+
+
+@pytest.mark.parametrize(("module", "extra"), [("torchmetrics.py", "torch"),
+                                               ("ir_measures.py", "ir_measures")])  # fmt: skip
+def test_each_integration_extra_covers_its_module(module: str, extra: str) -> None:
+    wanted = set(third_party_imports(PACKAGE_DIR / module, *library_files(PACKAGE_DIR / module)))
+    extras = PYPROJECT["project"]["optional-dependencies"]
+    assert wanted - CORE and wanted <= CORE | names(extras[extra]), sorted(wanted)

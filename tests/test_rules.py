@@ -16,7 +16,7 @@ from tests.conftest import examples
 
 PLAIN = ["input_order", "reversed_input", "optimistic", "pessimistic", "expected", "hash_mean",
          "item_id", "docno_desc", "item_id_numeric", "item_id_numeric_desc", "mean_rank",
-         "shared_first", "shared_last"]  # fmt: skip
+         "shared_first", "shared_last", "shared_mean"]  # fmt: skip
 
 
 def test_rule_kinds() -> None:
@@ -211,17 +211,23 @@ def test_mean_rank_of_several_relevant_items_in_one_group() -> None:
     assert ndcg[1] == pytest.approx(1.0) and mrr[1] == pytest.approx(1.0)
 
 
-@pytest.mark.parametrize(("rule", "method"), [("shared_first", "min"), ("shared_last", "max")])
-def test_shared_places_are_the_min_and_max_ranks(rule: str, method: str) -> None:
-    rng = np.random.default_rng(11)
+def _several_relevant(seed: int) -> pd.DataFrame:
+    """80 rows of 2 to 11 candidates scoring 0, 1 or 2, several relevant items a row, often in
+    one tie group."""
+    rng = np.random.default_rng(seed)
     lines = []
-    for r in range(80):  # several relevant items a row, often in one tie group
+    for r in range(80):
         n = int(rng.integers(2, 12))
         scores = rng.integers(0, 3, n).astype(float)
         labels = (rng.random(n) < 0.4).astype(int)
         labels[int(rng.integers(n))] = 1
         lines += [(f"r{r}", f"u{r}", str(j), int(labels[j]), scores[j]) for j in range(n)]
-    frame = pd.DataFrame(lines, columns=["row", "user_id", "item_id", "label", "score"])
+    return pd.DataFrame(lines, columns=["row", "user_id", "item_id", "label", "score"])
+
+
+@pytest.mark.parametrize(("rule", "method"), [("shared_first", "min"), ("shared_last", "max")])
+def test_shared_places_are_the_min_and_max_ranks(rule: str, method: str) -> None:
+    frame = _several_relevant(11)
     measures = parse_measures(["nDCG@3", "HR@2", "MRR@4", "Recall@3", "P@2"])
     ev = evaluate(frame, measures, [rule])
     for i, (_, part) in enumerate(frame.groupby("row", sort=False)):
@@ -232,6 +238,24 @@ def test_shared_places_are_the_min_and_max_ranks(rule: str, method: str) -> None
     summary = ev.summary().set_index("metric")
     assert (summary["sd"] == 0).all() and (summary["min"] == summary["value"]).all()
     assert (summary["max"] == summary["value"]).all()
+
+
+def test_shared_mean_is_pandas_average_rank_with_several_relevant_items_tied() -> None:
+    frame = _several_relevant(12)
+    measures = parse_measures(["nDCG@3", "MRR@4", "P@2"])
+    ev = evaluate(frame, measures, ["shared_mean", "mean_rank"])
+    differ = 0
+    for i, (_, part) in enumerate(frame.groupby("row", sort=False)):
+        ranks = part["score"].rank(ascending=False, method="average")[part["label"] == 1]
+        ranks = np.sort(ranks.to_numpy())
+        ideal = sum(1 / np.log2(j + 2) for j in range(min(len(ranks), 3)))
+        want = {"nDCG@3": sum(1 / np.log2(x + 1) for x in ranks if x <= 3) / ideal,
+                "MRR@4": 1 / ranks[0] if ranks[0] <= 4 else 0.0,
+                "P@2": sum(x <= 2 for x in ranks) / 2}  # fmt: skip
+        for m in measures:
+            assert ev["shared_mean"].values[m][i] == pytest.approx(want[str(m)], abs=1e-12)
+        differ += ev["shared_mean"].values[measures[0]][i] != ev["mean_rank"].values[measures[0]][i]
+    assert differ > 0  # two relevant items in one group: not mean_rank
 
 
 def test_shared_first_of_two_relevant_items_tied_at_the_top_exceeds_the_bounds() -> None:

@@ -74,6 +74,16 @@ def _defined(module: Any) -> list[str]:
     return out
 
 
+def _module_section(module: Any, heading: str) -> list[str]:
+    """A module's section of the API page: its docstring's first paragraph, then its names."""
+    names = _defined(module)
+    if not names:
+        return []
+    first = (inspect.getdoc(module) or "").split("\n\n")[0].replace("\n", " ")
+    out = [f"{heading} `{module.__name__}`", "", f"```{{eval-rst}}\n{first}\n```\n"]
+    return out + [_directive(f"{module.__name__}.{name}", getattr(module, name)) for name in names]
+
+
 def api_page() -> str:
     import importlib
 
@@ -101,13 +111,11 @@ def api_page() -> str:
             summary = (inspect.getdoc(face) or "").split("\n\n")[0].replace("\n", " ")
             out += [f"## `{package}`", "", summary, ""]
             for module in _public_modules(package):
-                names = _defined(module)
-                if not names:
-                    continue
-                first = (inspect.getdoc(module) or "").split("\n\n")[0].replace("\n", " ")
-                out += [f"### `{module.__name__}`", "", f"```{{eval-rst}}\n{first}\n```\n"]
-                for name in names:
-                    out.append(_directive(f"{module.__name__}.{name}", getattr(module, name)))
+                out += _module_section(module, "###")
+        if not folders:  # a layer of single modules (the integrations): each its own section
+            for pattern in layer.patterns:
+                module = importlib.import_module(f"tieaudit.{pattern.removesuffix('.py')}")
+                out += _module_section(module, "##")
     out += ["## Extension protocols", "",
             "What an extension implements, documented with its folder above:", ""]  # fmt: skip
     for heading, names in PROTOCOLS.items():

@@ -189,6 +189,13 @@ def _parser() -> argparse.ArgumentParser:
         help="output format (default: from --out's extension, csv; table when printing)",
     )  # fmt: skip
     ev.add_argument("--per-row", metavar="PATH", help="also write every row's value per rule")
+    ev.add_argument(
+        "--engine", choices=("numpy", "duckdb"), default="numpy",
+        help="numpy (default): every rule, streamed in chunks of rows; duckdb: the rules SQL "
+        "computes (input_order, reversed_input, optimistic, pessimistic, expected, item_id, "
+        "docno_desc; by default those of the default rules) as one query in DuckDB, memory "
+        "bounded by --memory (needs tieaudit[duckdb])",
+    )  # fmt: skip
     _chunk_options(ev)
 
     au = sub.add_parser(
@@ -470,6 +477,8 @@ def _evaluate(args: argparse.Namespace) -> int:
                                    f"--per-row {args.per_row}": args.per_row},
                    _candidates(args))  # fmt: skip
     data, rules, _ = _input(args)
+    if args.engine == "duckdb":
+        return _evaluate_sql(args, data)
     ev = evaluate_stream(
         data, args.metrics, rules, n_seeds=_n_seeds(args.seeds, rules),
         chunk_rows=args.chunk_rows, memory=args.memory, jobs=args.jobs, progress=True,
@@ -492,6 +501,38 @@ def _evaluate(args: argparse.Namespace) -> int:
     if args.out:
         counts = f"{_plural(len(summary), 'line')}, {_plural(ev.n_rows, 'row')}"
         print(f"wrote {args.out} ({counts})", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def _evaluate_sql(args: argparse.Namespace, data: str | CandidateTable) -> int:
+    """``evaluate --engine duckdb``: a candidates FILE, folder or glob, the summary only."""
+    if not _columns(args).is_default:  # checked first: it needs no engine to say so
+        raise ValueError("--row-col .. --score-col: not with --engine duckdb, which reads the "
+                         "format's column names (use the default engine)")  # fmt: skip
+    try:
+        from . import duckdb as engine  # optional: imported when asked for
+        engine._connect(None, None).close()
+    except ImportError as exc:
+        raise ValueError(str(exc)) from None
+    if not isinstance(data, str):
+        raise ValueError("--engine duckdb reads candidates files; evaluate a TREC run with the "
+                         "default engine")  # fmt: skip
+    unused = [flag for flag, given in (("--per-row", args.per_row), ("--chunk-rows",
+              args.chunk_rows), ("--score-precision", args.score_precision)) if given]  # fmt: skip
+    if unused:
+        raise ValueError(f"{', '.join(unused)}: not with --engine duckdb (use the default engine)")
+    summary = engine.evaluate(data, args.metrics, args.rules, memory=args.memory,
+                              threads=args.jobs)  # fmt: skip
+    fmt = args.format or ("json" if args.out and args.out.endswith(".json")
+                          else ("csv" if args.out else "table"))  # fmt: skip
+    text = frame_to_text(summary, fmt)
+    if args.out:
+        atomic_write_many({args.out: text})
+        n_rows = int(summary["n_rows"].iloc[0])
+        print(f"wrote {args.out} ({_plural(len(summary), 'line')}, {_plural(n_rows, 'row')})",
+              file=sys.stderr)  # fmt: skip
     else:
         sys.stdout.write(text)
     return 0

@@ -64,9 +64,14 @@ LAYERS: tuple[Layer, ...] = (
           "adapters, the census", ("probe/*",), ("analyses",)),
     Layer("outputs", "paper tables, reports, figures and the results page, from the files the "
           "analyses wrote", ("outputs/*",), ("common",)),
+    Layer("engines", "the exact rules evaluated where the data lives: DuckDB over files, "
+          "Spark over DataFrames", ("duckdb.py", "spark.py"), ("evaluation",)),
+    Layer("integrations", "one module a library the evaluator plugs into, each importing its "
+          "library itself: torchmetrics' retrieval metrics, ir_measures' measures",
+          ("torchmetrics.py", "ir_measures.py"), ("evaluation",)),
     Layer("face", "the package root (its names imported on first use), the command line, the "
           "test batteries, this map", ("__init__.py", "cli.py", "layers.py", "testing/*"),
-          ("probe", "outputs", "sources")),
+          ("probe", "outputs", "sources", "engines", "integrations")),
 )  # fmt: skip
 
 

@@ -72,15 +72,6 @@ def expected(frame: pd.DataFrame, k: int) -> list[float]:
     return out
 
 
-_draws = itertools.count()
-
-
-def unstable(frame: pd.DataFrame, k: int) -> list[float]:
-    """Ties in a fresh random order on every call (a new seed each time)."""
-    rng = np.random.default_rng(next(_draws))
-    return [_ndcg(lab[np.lexsort((rng.random(len(s)), -s))], k) for lab, s, _ in _rows(frame)]
-
-
 def _at_rank(shift: float):
     def fn(frame: pd.DataFrame, k: int) -> list[float]:
         out = []
@@ -154,9 +145,25 @@ def _by_rank(rank_of):
     return fn
 
 
-# every tied item at the group's first place (Keras in_top_k) or its last (LightFM's rank)
+# every tied item at the group's first place (Keras in_top_k) or its last (LightFM's rank), or
+# its mean place (pandas rank(method="average") for every relevant item)
 shared_first = _by_rank(lambda s: 1 + (s[None, :] > s[:, None]).sum(axis=1))
 shared_last = _by_rank(lambda s: (s[None, :] >= s[:, None]).sum(axis=1))
+shared_mean = _by_rank(lambda s: ((s[None, :] > s[:, None]).sum(axis=1)
+                                  + (s[None, :] >= s[:, None]).sum(axis=1) + 1) / 2)  # fmt: skip
+
+
+def quicksort_float32(frame: pd.DataFrame, k: int) -> list[float]:
+    """numpy's default (unstable) sort of the scores cast to float32, nDCG computed in float32
+    (recsys_metrics: torch.topk on float32 tensors)."""
+    out = []
+    for lab, s, _ in _rows(frame):
+        top = lab[np.argsort(-s.astype(np.float32))][:k].astype(np.float32)
+        disc = np.float32(1.0) / np.log2(np.arange(2, len(top) + 2, dtype=np.float32))
+        ideal = (np.float32(1.0) / np.log2(np.arange(2, min(int(lab.sum()), k) + 2,
+                                                     dtype=np.float32))).sum()  # fmt: skip
+        out.append(float((top * disc).sum() / ideal))
+    return out
 
 
 def _emitted(select):
@@ -262,12 +269,166 @@ def _noisy(relative: bool):
 epsilon_noise = _noisy(relative=False)
 relative_noise = _noisy(relative=True)
 
+
+
+def _score_heap(at_or_above: bool):
+    """LensKit's argtopn: an indirect min-heap of stored positions keyed by the score alone,
+    holding k, filled in stored order; a candidate enters a full heap above its root's score
+    (``at_or_above``: at or above it), then a heapsort of the heap."""
+
+    def select(s, ids, k):
+        keys: list = []
+        size = min(k, len(s))
+
+        def sift(i, lim):
+            while True:
+                m, left, right = i, 2 * i + 1, 2 * i + 2
+                if left < lim and s[keys[left]] < s[keys[m]]:
+                    m = left
+                if right < lim and s[keys[right]] < s[keys[m]]:
+                    m = right
+                if m == i:
+                    return
+                keys[i], keys[m] = keys[m], keys[i]
+                i = m
+
+        for p in range(len(s)):
+            if len(keys) < size:
+                keys.append(p)
+                j = len(keys) - 1
+                while j and s[keys[(j - 1) // 2]] > s[keys[j]]:
+                    keys[j], keys[(j - 1) // 2] = keys[(j - 1) // 2], keys[j]
+                    j = (j - 1) // 2
+            elif s[p] > s[keys[0]] or (at_or_above and s[p] == s[keys[0]]):
+                keys[0] = p
+                sift(0, size)
+        for n in range(len(keys) - 1, 0, -1):
+            keys[0], keys[n] = keys[n], keys[0]
+            sift(0, n)
+        return keys
+
+    return select
+
+
+score_only_heap = _emitted(_score_heap(at_or_above=False))
+score_only_heap_at_or_above = _emitted(_score_heap(at_or_above=True))
+
+
+def _multi_partition(negated: bool):
+    """RecPack's get_top_K_ranks: numpy's argpartition of the scores at every one of the last k
+    places, those k read from the end (``negated``: the negated scores partitioned at the
+    first k places instead, the same selection in exact arithmetic, not the same ties)."""
+
+    def select(s, ids, k):
+        k = min(k, len(s))
+        if negated:
+            return np.argpartition(-s, list(range(k)))[:k]
+        return np.argpartition(s, list(range(-k, 0)))[-k:][::-1]
+
+    return select
+
+
+two_stage = _emitted(_multi_partition(negated=False))
+two_stage_negated = _emitted(_multi_partition(negated=True))
+
+
+def _without_zeros(exact_zero: bool):
+    """RecPack: the scores as a sparse matrix, which drops those exactly 0, the rest ranked by
+    a stable sort (``exact_zero=False``: those below 1e-3 in size dropped as well)."""
+
+    def select(s, ids, k):
+        kept = np.flatnonzero(s != 0.0 if exact_zero else np.abs(s) >= 1e-3)
+        return kept[np.argsort(-s[kept], kind="stable")]
+
+    return select
+
+
+zero_unranked = _emitted(_without_zeros(exact_zero=True))
+small_unranked = _emitted(_without_zeros(exact_zero=False))
+# a run ranked by its stored lines, never sorted (trectools on a run it did not sort); the
+# variant sorts by the id's last character
+scores_ignored = _emitted(lambda s, ids, k: np.arange(len(s)))
+last_character = _emitted(lambda s, ids, k: np.argsort([i[-1] for i in ids], kind="stable"))
+
+def _growing(extra: int):
+    """A cutoff grown to every candidate scoring at least the (k + extra)-th highest score, a
+    stable sort, nDCG at that cutoff; NaN for a row whose candidates all tie (recometrics)."""
+
+    def fn(frame: pd.DataFrame, k: int) -> list[float]:
+        out = []
+        for lab, s, _ in _rows(frame):
+            if len(s) > 1 and (s == s[0]).all():
+                out.append(float("nan"))
+                continue
+            grown = k if len(s) <= k + extra else int((s >= np.sort(s)[::-1][k - 1 + extra]).sum())
+            out.append(_ndcg(lab[np.argsort(-s, kind="stable")], max(grown, k)))
+        return out
+
+    return fn
+
+
+growing_cutoff = _growing(extra=0)
+growing_past_cutoff = _growing(extra=1)  # one place further: grown to the (k+1)-th score
+
+_shuffles = itertools.count(2000)
+
+
+def _shuffled(fair: bool):
+    """TF-Ranking's sort_by_scores(shuffle_ties=True): a fresh random key per line on every
+    call, then a sort by (score, key); with ``fair=False`` the key is a coin flip, the stored
+    order deciding among equal keys (biased towards the first stored)."""
+
+    def fn(frame: pd.DataFrame, k: int) -> list[float]:
+        rng = np.random.default_rng(next(_shuffles))
+        out = []
+        for lab, s, _ in _rows(frame):
+            key = rng.random(len(s)) if fair else rng.integers(0, 2, len(s))
+            out.append(_ndcg(lab[np.lexsort((np.arange(len(s)), -key, -s))], k))
+        return out
+
+    return fn
+
+
+shuffled_per_call = _shuffled(fair=True)
+coin_flip_per_call = _shuffled(fair=False)
+
+
+def _keyed_noise(by_id: bool):
+    """recometrics' break_ties_with_noise: U(-1e-12, 1e-12) added to every score from a
+    generator seeded on every call with seed + the row's place; ``by_id``: seeded by a hash of
+    the item id instead (the same noise for an id wherever it is stored)."""
+    import hashlib
+
+    def fn(frame: pd.DataFrame, k: int) -> list[float]:
+        out = []
+        for u, (lab, s, ids) in enumerate(_rows(frame)):
+            if by_id:
+                noise = np.array([int(hashlib.sha256(i.encode()).hexdigest()[:8], 16)
+                                  for i in ids]) / 2**32 * 2e-12 - 1e-12  # fmt: skip
+            else:
+                noise = np.random.default_rng(1 + u).uniform(-1e-12, 1e-12, len(s))
+            out.append(_ndcg(lab[np.argsort(-(s + noise), kind="stable")], k))
+        return out
+
+    return fn
+
+
+position_keyed = _keyed_noise(by_id=False)
+id_keyed_noise = _keyed_noise(by_id=True)
+
 #: The behaviours the probe names that are no tie rule, each with its evaluator, and an
 #: evaluator that differs from it in one detail (the probe must not name the behaviour).
 PROBE_ONLY = {
     "heap_first_k": (heap_first_k, heap_first_k_at_or_above),
     "score_id_heap": (score_id_heap, score_position_heap),
     "epsilon_noise": (epsilon_noise, relative_noise),
+    "score_only_heap": (score_only_heap, score_only_heap_at_or_above),
+    "two_stage": (two_stage, two_stage_negated),
+    "zero_unranked": (zero_unranked, small_unranked),
+    "scores_ignored": (scores_ignored, last_character),
+    "shuffled_per_call": (shuffled_per_call, coin_flip_per_call),
+    "position_keyed": (position_keyed, id_keyed_noise),
+    "growing_cutoff": (growing_cutoff, growing_past_cutoff),
 }
 
 #: The behaviours the probe names, each with its evaluator.
@@ -284,7 +445,10 @@ BEHAVIOURS = {
     "mean_rank": mean_rank,
     "shared_first": shared_first,
     "shared_last": shared_last,
-    "unstable": unstable,
+    "shared_mean": shared_mean,
+    # a fresh order on every call, biased towards the first stored (an unbiased one is named
+    # shuffled_per_call)
+    "unstable": coin_flip_per_call,
 }
 
 

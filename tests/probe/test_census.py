@@ -76,6 +76,11 @@ def test_the_runner_here_and_its_tables(tmp_path: Path) -> None:
     assert got.loc[("pandas-rank-max", "HR@10"), "invariant"] == "yes"
     assert got.loc[("numpy-stable", "nDCG@10"), "behaviour"] == "input_order"
     assert got.loc[("numpy-stable", "nDCG@10"), "inflation"] > 0.05
+    # a stable sort reads the scores as they are; the shared last place ranks the relevant
+    # item last in its group with the ties pulled apart or not: nothing to tell
+    assert got.loc[("numpy-stable", "nDCG@10"), "casting"] == "none"
+    assert got.loc[("pandas-rank-max", "HR@10"), "casting"] == "not told"
+    assert (frame["rows"] == "4-100").all() and (frame["device"] == "cpu").all()
     assert (frame["version"] != "").all()
     keys = list(zip(frame["library"], frame["function"], frame["measure"], strict=True))
     assert keys == sorted(keys)
@@ -85,11 +90,29 @@ def test_the_runner_here_and_its_tables(tmp_path: Path) -> None:
     text = md.read_text()
     assert text.startswith("# The census") and "2 libraries, 2 of them run here" in text
     table = [x for x in text.splitlines() if x.startswith("|")]
-    assert table[0] == "| library | version | function | measure | behaviour | invariant | mean " \
-        "| expected | inflation | note |"
+    assert table[0] == "| library | version | function | measure | behaviour | casting | " \
+        "invariant | mean | expected | inflation | rows | device | note |"
     assert len(table) == 2 + 4
-    assert "| pandas | " in text and "| shared_last | yes |" in text
+    assert "| pandas | " in text and "| shared_last | not told | yes |" in text
     assert not list((tmp_path / "out").glob(".*part"))
+
+
+def test_a_line_says_the_casting_found_and_what_the_source_does_beyond_the_probe() -> None:
+    result = {"rule": "docno_desc", "invariant": True, "mean": 0.5, "expected": 0.5,
+              "inflation": 0.0, "evidence": ["every value matches docno_desc"],
+              "score_casting": ["float32"], "row_lengths": "1-100"}  # fmt: skip
+    line = census_mod._line("trec_eval", "trec_eval", "nDCG@10", {"result": result})
+    assert (line["casting"], line["rows"], line["device"]) == ("float32", "1-100", "cpu")
+    assert "C float (TEXT_RESULTS.sim, trec_format.h)" in line["note"]
+    # no order named: no cast looked for
+    result = dict(result, rule="unstable", score_casting=None)
+    del result["score_casting"]
+    line = census_mod._line("recsys_metrics", "torchmetrics", "nDCG@10", {"result": result})
+    assert line["casting"] == "not told" and "k * 64 <= n" in line["note"]
+    line = census_mod._line("rankereval", "rankereval", "nDCG@10", {"result": result})
+    assert "x - min + 1" in line["note"]
+    line = census_mod._line("numpy-stable", "numpy-stable", "nDCG@10", {"error": "boom"})
+    assert (line["casting"], line["rows"], line["device"]) == ("", "", "")
 
 
 def test_an_environment_that_cannot_be_installed_is_a_line_saying_so(monkeypatch) -> None:

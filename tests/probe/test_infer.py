@@ -72,8 +72,76 @@ def test_epsilon_noise_is_named_with_its_binade_and_fallback() -> None:
 
 
 def test_a_plain_shuffle_is_no_noise() -> None:
-    res = probe(E.unstable, "nDCG@10")
-    assert res.rule == "unstable" and "parameters" not in res.extra
+    res = probe(E.shuffled_per_call, "nDCG@10")
+    assert res.rule == "shuffled_per_call" and "epsilon" not in res.extra["parameters"]
+
+
+def test_an_unstable_sort_in_float32_is_unstable_at_single_precision() -> None:
+    # values computed in float32 are no order's values within 1e-9: at 1e-6 they all are, and
+    # that tolerance gives the verdict (not "unknown" from the strict one)
+    res = probe(E.quicksort_float32, "nDCG@10")
+    assert res.rule == "unstable" and res.extra["tolerance"] == 1e-6, res.evidence
+    assert res.deterministic and not res.invariant
+    assert "single precision (float32)" in res.evidence[-1]
+
+
+def test_a_shuffle_per_call_converges_to_expected_and_a_biased_one_does_not() -> None:
+    res = probe(E.shuffled_per_call, "nDCG@10")
+    assert res.rule == "shuffled_per_call" and not res.deterministic
+    assert res.extra["parameters"]["calls"] == "32"
+    assert "unbiased shuffle" in res.evidence[0]
+    biased = probe(E.coin_flip_per_call, "nDCG@10")
+    assert biased.rule == "unstable" and "parameters" not in biased.extra
+
+
+def test_a_position_keyed_noise_says_what_it_is_keyed_by() -> None:
+    res = probe(E.position_keyed, "nDCG@10")
+    assert res.rule == "position_keyed" and res.deterministic and not res.invariant
+    assert res.extra["parameters"] == {
+        "keyed by": "the row's place in the call and the position in it", "seeded": "per call"}
+
+    def per_row_seed(frame: pd.DataFrame, k: int) -> list[float]:  # the same noise every row
+        return [E._ndcg(lab[np.argsort(-(s + np.random.default_rng(7).uniform(-1e-12, 1e-12,
+                                                                             len(s))),
+                                       kind="stable")], k)
+                for lab, s, _ in E._rows(frame)]  # fmt: skip
+
+    res = probe(per_row_seed, "nDCG@10")
+    assert res.extra["parameters"]["keyed by"] == "the position in the row alone", res.evidence
+
+
+def test_a_growing_cutoff_says_what_a_row_of_ties_gives() -> None:
+    res = probe(E.growing_cutoff, "nDCG@10")
+    assert res.extra["parameters"] == {"every candidate tied": "NaN"}, res.evidence
+    assert res.deterministic and not res.invariant  # ties in stored order
+    # measured at the row's length where every candidate ties (the grown cutoff holds it all)
+
+    def no_nan(frame: pd.DataFrame, k: int) -> list[float]:
+        out = []
+        for lab, s, _ in E._rows(frame):
+            grown = k if len(s) <= k else int((s >= np.sort(s)[::-1][k - 1]).sum())
+            out.append(E._ndcg(lab[np.argsort(-s, kind="stable")], grown))
+        return out
+
+    res = probe(no_nan, "nDCG@10")
+    assert res.rule == "growing_cutoff", res.evidence
+    assert res.extra["parameters"] == {"every candidate tied": "measured at its length"}
+
+
+def test_an_order_that_reads_no_scores_is_not_said_to_cast_them() -> None:
+    # stored order ignores a perturbation of the scores: "a cast to round:0 or coarser" would be
+    # read from values the scores play no part in (trectools' nDCG on a run it did not sort)
+    res = probe(E.scores_ignored, "nDCG@10")
+    assert res.rule == "scores_ignored" and res.extra["parameters"] == {"form": "stored order"}
+    assert "score_casting" not in res.extra and not any("cast" in e for e in res.evidence)
+
+
+def test_pandas_average_rank_is_the_shared_mean_not_mean_rank() -> None:
+    res = probe(E.BEHAVIOURS["shared_mean"], "nDCG@10")
+    assert res.rule == "shared_mean" and "which tell it from mean_rank" in res.evidence[0]
+    # the same rank read for one relevant item a row is mean_rank
+    res = probe(E.mean_rank, "nDCG@10")
+    assert res.rule == "mean_rank" and res.extra["reads_one_relevant"] == "first"
 
 
 def test_shared_places_are_told_from_the_bounds_by_two_relevant_items() -> None:
@@ -113,7 +181,7 @@ def test_candidates_are_the_registered_unseeded_single_ranking_rules() -> None:
     names = [str(r) for r in candidate_rules()]
     assert names == ["input_order", "reversed_input", "optimistic", "pessimistic", "expected",
                      "item_id", "docno_desc", "item_id_numeric", "item_id_numeric_desc",
-                     "mean_rank", "shared_first", "shared_last"]  # fmt: skip
+                     "mean_rank", "shared_first", "shared_last", "shared_mean"]  # fmt: skip
     assert names == [k.name for k in rule_kinds() if k.name in names]  # registry order
     # for measures of the best relevant item alone, shared_first gives optimistic's values
     for metric in ("HR@10", "MRR@5"):
@@ -137,8 +205,10 @@ def test_crafted_cases_tell_every_candidate_apart(metric: str) -> None:
     for i, a in enumerate(names):
         for b in names[i + 1 :]:
             # at k = 1 the mean rank g + (t+1)/2 and the last place g + t are inside the cutoff
-            # together (g = 0, t = 1): one function of the ranks, which no case can tell apart
-            same = measure.k == 1 and {a, b} == {"pessimistic", "mean_rank"}
+            # together (g = 0, t = 1): one function of the ranks, which no case can tell apart;
+            # so are the shared mean and last places of every tied relevant item
+            same = measure.k == 1 and {a, b} in ({"pessimistic", "mean_rank"},
+                                                 {"shared_last", "shared_mean"})  # fmt: skip
             assert np.allclose(stacked[a], stacked[b], atol=1e-6) == same, (a, b)
 
 
@@ -590,18 +660,19 @@ def test_one_relevant_item_a_row_does_not_name_an_unknown_evaluator() -> None:
 
 
 def test_one_rule_right_on_one_relevant_item_a_row_only_is_named_with_the_evidence() -> None:
-    def rank_average(frame: pd.DataFrame, k: int) -> list[float]:
-        """Every relevant item at its group's mean rank (pandas' rank "average")."""
+    # (a rule without a one-item twin: a shared place and its twin give the same crafted
+    # values, and the probe names neither of two)
+    def stable_one_ideal(frame: pd.DataFrame, k: int) -> list[float]:
+        """A stable sort, every relevant item counted, the ideal DCG that of one item."""
         out = []
         for lab, s, _ in E._rows(frame):
-            r = pd.Series(s).rank(ascending=False, method="average").to_numpy()[lab == 1]
-            dcg = sum(1.0 / np.log2(x + 1.0) for x in r if x <= k)
-            out.append(dcg / (1.0 / np.log2(np.arange(2, min(int(lab.sum()), k) + 2))).sum())
+            ranked = lab[np.argsort(-s, kind="stable")][:k]
+            out.append(float((ranked / np.log2(np.arange(2, len(ranked) + 2))).sum()))
         return out
 
-    res = probe(rank_average, "nDCG@10")
-    assert res.rule == "mean_rank" and "reads_one_relevant" not in res.extra, res.evidence
-    assert "it is mean_rank with one relevant item a row only" in res.evidence[1]
+    res = probe(stable_one_ideal, "nDCG@10")
+    assert res.rule == "input_order" and "reads_one_relevant" not in res.extra, res.evidence
+    assert "it is input_order with one relevant item a row only" in res.evidence[1]
 
 
 def test_the_one_relevant_table_keeps_the_first_or_last_stored_relevant_item() -> None:
@@ -650,7 +721,8 @@ def test_an_evaluator_refusing_rows_with_two_relevant_items_is_named_from_the_ot
 
 def test_a_one_item_twin_gives_the_kind_s_values_with_one_relevant_item_a_row() -> None:
     twins = {k.name: k.one_item_twin for k in rule_kinds() if k.one_item_twin}
-    assert twins == {"shared_first": "optimistic", "shared_last": "pessimistic"}
+    assert twins == {"shared_first": "optimistic", "shared_last": "pessimistic",
+                     "shared_mean": "mean_rank"}
     rng = np.random.default_rng(0)
     n = 3000
     frame = pd.DataFrame({"row": np.repeat(np.arange(300), 10).astype(str),
@@ -666,6 +738,6 @@ def test_a_one_item_twin_gives_the_kind_s_values_with_one_relevant_item_a_row() 
             for m in measures:
                 assert np.allclose(ev[kind].values[m], ev[twin].values[m]), (kind, m)
     # with two relevant items in one group they differ: no twin there
-    ev = evaluate(shared, measures[:1], [TieRule("shared_last"), TieRule("pessimistic")], n_seeds=1)
-    assert not np.allclose(ev["shared_last"].values[measures[0]],
-                           ev["pessimistic"].values[measures[0]])  # fmt: skip
+    for kind, twin in twins.items():
+        ev = evaluate(shared, measures[1:2], [TieRule(kind), TieRule(twin)], n_seeds=1)
+        assert not np.allclose(ev[kind].values[measures[1]], ev[twin].values[measures[1]]), kind

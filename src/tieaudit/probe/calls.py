@@ -102,10 +102,11 @@ def call_evaluator(
     name: str = "evaluator",
     where: str = "",
     tag: str = "",
+    nan: bool = False,
 ) -> np.ndarray:
     """Run ``fn`` on ``table`` (a fresh DataFrame; ``tag`` appended to its row and user ids) and
-    check its result: one finite number per row, returned as a new array; otherwise a
-    :class:`ProbeError` naming what it returned."""
+    check its result: one finite number per row (``nan``: or NaN), returned as a new array;
+    otherwise a :class:`ProbeError` naming what it returned."""
     on = f" on the {where}" if where else ""
     try:
         out = fn(_frame(table, tag), k)
@@ -135,7 +136,7 @@ def call_evaluator(
             f"{name} returned {len(values)} values for {table.n_rows} rows{on}; it must return "
             "one value per row, in order of first appearance"
         )
-    bad_rows = np.flatnonzero(~np.isfinite(values))
+    bad_rows = np.flatnonzero(~np.isfinite(values) & ~(nan & np.isnan(values)))
     if len(bad_rows):
         i = int(bad_rows[0])
         raise Refused(
@@ -156,9 +157,10 @@ def _serve(conn: Any, fn: Evaluator, name: str) -> None:
             return
         if msg is None:
             return
-        table, k, where, tag = msg
+        table, k, where, tag, nan = msg
         try:
-            conn.send(("ok", call_evaluator(fn, table, k, name=name, where=where, tag=tag)))
+            conn.send(("ok", call_evaluator(fn, table, k, name=name, where=where, tag=tag,
+                                            nan=nan)))  # fmt: skip
         except ProbeError as exc:
             conn.send(("error", str(exc)))
         except BaseException as exc:  # noqa: BLE001 - e.g. a KeyboardInterrupt raised by fn
@@ -223,15 +225,17 @@ class Caller:
             if left <= _MAX_WAIT:
                 return False
 
-    def __call__(self, table: CandidateTable, k: int, where: str, tag: str = "") -> np.ndarray:
+    def __call__(self, table: CandidateTable, k: int, where: str, tag: str = "",
+                 nan: bool = False) -> np.ndarray:  # fmt: skip
         """The evaluator's values on ``table`` (see :func:`call_evaluator`)."""
         if self._proc is None:
             if self.timeout is not None:
                 raise RuntimeError("a Caller with a timeout is used inside a with block")
-            return call_evaluator(self.fn, table, k, name=self.name, where=where, tag=tag)
+            return call_evaluator(self.fn, table, k, name=self.name, where=where, tag=tag,
+                                  nan=nan)  # fmt: skip
         on = f" on the {where}"
         try:
-            self._conn.send((table, k, where, tag))
+            self._conn.send((table, k, where, tag, nan))
             ready = self._wait(self.timeout)
             if ready:
                 status, payload = self._conn.recv()

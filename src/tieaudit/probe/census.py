@@ -58,7 +58,7 @@ import pandas as pd
 from .adapters import AdapterError, adapters, get_adapter
 
 __all__ = [
-    "CENSUS_COLUMNS", "K", "REQUIREMENTS", "CensusError", "Environment", "census",
+    "CENSUS_COLUMNS", "K", "NOT_TOLD", "REQUIREMENTS", "CensusError", "Environment", "census",
     "environments", "probe_one", "write_census",
 ]  # fmt: skip
 
@@ -70,9 +70,12 @@ REQUIREMENTS = Path(__file__).with_name("adapters") / "census.toml"
 K = 10
 #: The columns of ``evaluators.csv``.
 CENSUS_COLUMNS = (
-    "library", "version", "function", "measure", "behaviour", "invariant", "mean", "expected",
-    "inflation", "adapter", "env", "note",
+    "library", "version", "function", "measure", "behaviour", "casting", "invariant", "mean",
+    "expected", "inflation", "rows", "device", "adapter", "env", "note",
 )  # fmt: skip
+#: ``casting`` where the probe cannot tell a cast: no order named to read a perturbed score
+#: against, an order that reads no scores, or ties that already rank the relevant item last.
+NOT_TOLD = "not told"
 _NUMBERS = ("mean", "expected", "inflation")
 _SRC = Path(__file__).resolve().parents[2]  # the folder holding the tieaudit package
 _PYPROJECT = _SRC.parent / "pyproject.toml"
@@ -280,13 +283,18 @@ def _line(adapter_name: str, env: str, metric: str, got: dict) -> dict[str, obje
         rec.update(behaviour="error", note=str(got["error"]))
         return rec
     res = got["result"]
+    casting = res.get("score_casting")
     rec.update(behaviour=res["rule"], invariant="yes" if res["invariant"] else "no",
-               mean=res["mean"], expected=res["expected"], inflation=res["inflation"])  # fmt: skip
+               mean=res["mean"], expected=res["expected"], inflation=res["inflation"],
+               casting=NOT_TOLD if casting is None else " or ".join(casting),
+               rows=res.get("row_lengths", ""), device=adapter.device)  # fmt: skip
     from .report import reads_one
 
     notes = [reads_one(res)] if reads_one(res) else []
     if len(res["evidence"]) > 1 or res["rule"] in ("unstable", "unknown"):
         notes += res["evidence"][:2]
+    if adapter.caveat:
+        notes.append(adapter.caveat)
     rec["note"] = "; ".join(notes)
     return rec
 
@@ -365,9 +373,14 @@ def to_markdown(frame: pd.DataFrame) -> str:
         "",
         f"{frame['library'].nunique()} libraries, {libs} of them run here; each probed in its own "
         f"environment (`make census`), every measure at cutoff {K}. `behaviour`: the tie rule "
-        "`tieaudit probe` identifies; `invariant`: the same value for every row whatever the "
-        "stored order; `inflation`: the evaluator's mean minus the exact expectation "
-        "(`expected`) on the probe's standard tie-heavy table.",
+        "`tieaudit probe` identifies; `casting`: the precision the scores are cast or rounded "
+        f"to before they are ranked (`none`; `{NOT_TOLD}` where the probe cannot tell: no "
+        "order named to read it against, or ties that rank the relevant item last anyway); "
+        "`invariant`: the same value for every row whatever the stored order; "
+        "`inflation`: the evaluator's mean minus the exact expectation (`expected`) on the "
+        "probe's standard tie-heavy table; `rows` and `device`: the candidates a row held and "
+        "where the evaluator ran (a verdict holds for those: some evaluators take other paths "
+        "on longer rows or another device, as the notes say).",
         "",
         "| " + " | ".join(cols) + " |",
         "|" + "|".join("---" for _ in cols) + "|",

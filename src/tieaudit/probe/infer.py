@@ -58,7 +58,7 @@ from ..tables.candidates import CandidateTable, as_table
 from ..evaluation.evaluate import EXACT_RULE, evaluate
 from ..ties.measures import Measure, parse_measure
 from ..ties.rules import Result, TieRule, get_kind, rule_kinds
-from .behaviours import Context, identify
+from .behaviours import Context, get_behaviour, identify
 from .casting import detect_casting
 from .calls import DEFAULT_TIMEOUT, Caller, Evaluator, ProbeError, Refused, call_evaluator
 from .cases import (
@@ -263,6 +263,7 @@ class _Verdict:
     rows_moved: float
     parameters: dict[str, str] = field(default_factory=dict)
     reads_one: str = ""  # which relevant item of a row it reads, when it reads one
+    impossible: int = 0  # values no order of their tie group gives (at the tolerance used)
 
 
 def _differing(obs: _Observed, runs: list[np.ndarray], want: np.ndarray, i: int) -> float:
@@ -380,7 +381,8 @@ def _verdict(obs: _Observed, lays: list[Layout], rules: list[str], measure: Meas
         text += (f"; it differs at {_row_text(obs, lays, n, i)}: {_fmt(x)} returned, {best} "
                  f"gives {_fmt(want)}")  # fmt: skip
     evidence.append(text)
-    return _Verdict(rule, deterministic, invariant, matches, evidence, agreement, rows_moved)
+    return _Verdict(rule, deterministic, invariant, matches, evidence, agreement, rows_moved,
+                    impossible=len(impossible))
 
 
 #: Decimals a rounded output is looked for with (the fewest that hold every value).
@@ -409,15 +411,19 @@ def _looser(obs: _Observed) -> list[tuple[float, str]]:
 
 
 def _within(call: Caller, obs: _Observed, lays: list[Layout], names: list[str],
-            measure: Measure, tol: float, why: str) -> _Verdict | None:  # fmt: skip
-    """The verdict with values compared to within ``tol`` when it names one rule (``why``
-    added to its evidence); else ``None``, the tolerance left at the loosest tried up to
-    single precision (as :func:`probe` reports it)."""
+            measure: Measure, tol: float, why: str, strict: _Verdict) -> _Verdict | None:  # fmt: skip
+    """The verdict with values compared to within ``tol`` when it names one rule, or when
+    values that no order of their tie group gives at the tolerances tried before (``strict``'s
+    ``impossible``) are all possible at ``tol`` (an unstable sort computing in float32: its
+    verdict is that of this tolerance, which applies); ``why`` added to its evidence. Else
+    ``None``, the tolerance left at the loosest tried up to single precision (as :func:`probe`
+    reports it)."""
     obs.tol = tol
     found = _verdict(obs, lays, names, measure)
     if found.matches:
         _shared(call, obs, found, measure)
-    if len(found.matches) == 1:
+    if len(found.matches) == 1 or (strict.impossible and not found.impossible
+                                   and not found.matches):  # fmt: skip
         found.evidence.append(why)
         return found
     obs.tol = min(tol, SINGLE_PRECISION)
@@ -504,7 +510,7 @@ def _behaviour(call: Caller, obs: _Observed, found: _Verdict, measure: Measure,
     """No registered rule gives the values: name a reference behaviour that does
     (:mod:`tieaudit.probe.behaviours`), in place, with its parameters."""
     ctx = Context(measure, obs.table, obs.runs, obs.predicted, obs.close, found.deterministic,
-                  table, values, call, obs.plain)  # fmt: skip
+                  table, values, call, obs.plain, obs.possible)  # fmt: skip
     hit = identify(ctx)
     if hit is None:
         return
@@ -544,14 +550,17 @@ def probe(
         found = _verdict(obs, lays, names, measure)
         if found.matches:
             _shared(call, obs, found, measure)
+        strict = found
         for tol, why in _looser(obs):  # single precision, rounded values
-            if found.matches:
-                break
-            found = _within(call, obs, lays, names, measure, tol, why) or found
+            if found.matches or found is not strict:
+                break  # a rule named, or the values all possible at a looser tolerance
+            found = _within(call, obs, lays, names, measure, tol, why, strict) or found
         if not found.matches:  # a behaviour of the evaluator's internals?
             _behaviour(call, obs, found, measure, table, values)
         casts = None
-        if casting and found.deterministic and found.rule not in (UNKNOWN, UNSTABLE):
+        named = get_behaviour(found.rule)
+        if (casting and found.deterministic and found.rule not in (UNKNOWN, UNSTABLE)
+                and (named is None or named.reads_scores)):  # fmt: skip
             casts = detect_casting(call, measure, obs.table["stored"], lays,
                                    obs.runs["stored"][0], obs.predicted["stored"]["pessimistic"],
                                    obs.close, _tag(measure, 95))  # fmt: skip
@@ -608,11 +617,19 @@ def probe(
         crafted_rows=len(lays),
         tables=list(obs.runs),
         rows_moved=found.rows_moved,
-        extra={"tolerance": obs.tol,
+        extra={"tolerance": obs.tol, "row_lengths": _lengths(obs.table["stored"], table),
                **({"parameters": found.parameters} if found.parameters else {}),
                **({"reads_one_relevant": found.reads_one} if found.reads_one else {}),
                **({"score_casting": casts[0]} if casts is not None else {})},  # fmt: skip
     )
+
+
+def _lengths(*tables: CandidateTable) -> str:
+    """The candidates a row of ``tables`` holds, ``"LOW-HIGH"`` (what the verdict was measured
+    on: an evaluator may take another path on longer rows)."""
+    counts = np.concatenate([np.bincount(t.row) for t in tables])
+    low, high = int(counts.min()), int(counts.max())
+    return str(low) if low == high else f"{low}-{high}"
 
 
 def _mean(values: np.ndarray) -> float:

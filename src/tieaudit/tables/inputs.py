@@ -56,7 +56,7 @@ from .read import (
 __all__ = [
     "Source", "open_source", "whole_rows", "RowChunks", "row_ids", "RowCheck", "RowKeys", "Span",
     "plan_spans", "read_span", "BATCH_LINES", "PathInput", "folder_files", "IGNORED_PREFIXES",
-    "HIVE_NULL",
+    "HIVE_NULL", "hive_columns",
 ]  # fmt: skip
 
 #: Lines per record batch read from a file (a chunk is one batch or more).
@@ -252,7 +252,8 @@ class PathInput:
         return None
 
 
-def _hive_columns(path: Path, root: Path, columns: Columns) -> dict[str, str | None]:
+def _hive_columns(path: Path, root: Path,
+                  columns: Columns = FORMAT) -> dict[str, str | None]:  # fmt: skip
     """The ``key=value`` folders between ``root`` and ``path`` that name a column a candidates
     table reads (:meth:`Columns.wanted`), decoded as hive writers encode them (URL
     percent-encoding; :data:`HIVE_NULL` is null)."""
@@ -829,3 +830,6 @@ def read_span(path: Path, span: Span,
     except (pa.ArrowInvalid, OSError) as exc:
         raise CandidateError(f"{path}: cannot read: {exc}") from None
     return columns.canonical(whole, str(path)), span.line + lead
+
+
+hive_columns = _hive_columns  # the hive columns of a file below a folder (a name the engines read)

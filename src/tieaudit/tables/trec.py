@@ -70,7 +70,9 @@ from ..common.numbers import INEXACT, inexact_integer, number_text
 from .candidates import CandidateError, CandidateTable
 from .read import validate_arrow
 
-__all__ = ["TrecError", "TrecInput", "TrecRecords", "read_run", "read_qrels", "read_trec"]
+__all__ = [
+    "TrecError", "TrecInput", "TrecRecords", "read_run", "read_qrels", "read_trec", "trec_input",
+]  # fmt: skip
 
 
 class TrecError(CandidateError):
@@ -223,8 +225,13 @@ def read_trec(run: str | os.PathLike[str], qrels: str | os.PathLike[str]) -> Tre
     fields, a score or rel that is no number, a duplicate document for a query in the run or in
     the qrels, or a run none of whose queries has a relevant document in the qrels.
     """
-    res = read_run(run)
-    rel = read_qrels(qrels)
+    return trec_input(read_run(run), read_qrels(qrels), str(run), str(qrels))
+
+
+def trec_input(res: TrecRecords, rel: TrecRecords, run: str, qrels: str) -> TrecInput:
+    """The :class:`TrecInput` of a run's records ``res`` and its qrels' records ``rel``, read
+    from files or given as arrays (``tieaudit.ir_measures``), ``run`` and ``qrels`` naming them
+    in errors (which name ``res.line``); see :func:`read_trec`."""
     relevant = rel.value > 0
     judged = set(rel.qid.tolist())
     n_rel: dict[str, int] = {}

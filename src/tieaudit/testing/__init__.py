@@ -17,7 +17,9 @@ strategy without hypothesis installed raises an :class:`ImportError` that says w
 No other tieaudit module imports this one.
 
 :func:`check_tie_rule` (from :mod:`tieaudit.testing.rules`) is the conformance check any tie
-rule kind can run, as the built-ins do in the test suite.
+rule kind can run, as the built-ins do in the test suite; :func:`check_evaluator` (from
+:mod:`tieaudit.testing.evaluators`) the tie battery an evaluator's own tests run on each measure
+it computes, with the rule it declares.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from .evaluators import check_evaluator
 from .rules import check_tie_rule
 
 try:  # hypothesis is a test-only dependency
@@ -48,6 +51,7 @@ __all__ = [
     "permute_lines",
     "cut_points",
     "check_tie_rule",
+    "check_evaluator",
     "full_catalog_cases",
     "FullCatalogCase",
     "candidate_lakes",

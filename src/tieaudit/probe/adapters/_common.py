@@ -12,7 +12,20 @@ from ...ties.measures import Measure
 
 __all__ = [
     "Row", "rows", "row_codes", "at_ranks", "per_row", "trec_dicts", "padded", "one_target",
+    "TOPK_CAVEAT", "TREC_EVAL_CAVEAT",
 ]  # fmt: skip
+
+#: torch.topk's paths, which the probe's short rows on the CPU do not all take.
+TOPK_CAVEAT = (
+    "torch.topk on the CPU (aten/src/ATen/native/TopKImpl.h) takes std::partial_sort where "
+    "k * 64 <= n (rows of 640 candidates or more at k = 10) and nth_element, then a sort, on "
+    "shorter rows; CUDA has kernels of its own: the verdict holds for the rows and device probed"
+)
+#: trec_eval's score type (pytrec_eval, ir_measures' default provider).
+TREC_EVAL_CAVEAT = (
+    "trec_eval stores every score as a C float (TEXT_RESULTS.sim, trec_format.h): scores equal "
+    "in float32 are ties, ordered by docno"
+)
 
 
 class Row:

@@ -30,6 +30,11 @@ class Adapter:
     measures: tuple[str, ...]  #: the measure names it computes (``nDCG``, ``HR``)
     build: Callable[[Measure], Evaluator]  #: imports the library, returns the evaluator
     extra: str | None = None  #: the pip extra of tieaudit that installs the library
+    #: The device its arrays or tensors are on when probed (every adapter builds them there)
+    device: str = "cpu"
+    #: What the library's source does that the probe's rows or device do not show (the census
+    #: says it beside the verdict), with the file that does it
+    caveat: str = ""
 
     def available(self) -> bool:
         """Whether the library is installed (found, not imported)."""

@@ -17,7 +17,7 @@ import pandas as pd
 
 from ...ties.measures import Measure
 from .base import Adapter, AdapterError, register
-from ._common import trec_dicts
+from ._common import TREC_EVAL_CAVEAT, trec_dicts
 
 _NAMES = {"nDCG": "nDCG", "HR": "Success"}
 
@@ -76,6 +76,7 @@ register(
     Adapter(
         "ir_measures", "ir_measures", "ir_measures", "ir-measures",
         "ir_measures.iter_calc([nDCG@k], qrels, run)", ("nDCG", "HR"), build, extra="probe",
+        caveat=TREC_EVAL_CAVEAT,  # its first provider for these measures is pytrec_eval
     )
 )  # fmt: skip
 for _provider_name, (_library, _module, _dist, _names) in PROVIDERS.items():
@@ -86,5 +87,6 @@ for _provider_name, (_library, _module, _dist, _names) in PROVIDERS.items():
             ".iter_calc(run)",
             tuple(_names), _provider(_provider_name, _names),
             extra="probe" if _dist in ("ir-measures", "pytrec-eval-terrier") else None,
+            caveat=TREC_EVAL_CAVEAT if _provider_name == "pytrec_eval" else "",
         )
     )  # fmt: skip

@@ -12,7 +12,7 @@ import pandas as pd
 
 from ...ties.measures import Measure
 from .base import Adapter, AdapterError, register
-from ._common import rows
+from ._common import TOPK_CAVEAT, rows
 
 
 def _matrix(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
@@ -57,6 +57,6 @@ register(
     Adapter(
         "recbole", "RecBole", "recbole", "recbole",
         "torch.topk(scores, k) then recbole.evaluator.metrics.Hit / NDCG .metric_info",
-        ("nDCG", "HR"), build, extra="probe-torch",
+        ("nDCG", "HR"), build, extra="probe-torch", caveat=TOPK_CAVEAT,
     )
 )  # fmt: skip

@@ -10,7 +10,7 @@ import pandas as pd
 
 from ...ties.measures import Measure
 from .base import Adapter, register
-from ._common import padded
+from ._common import TOPK_CAVEAT, padded
 
 _FUNCTIONS = {"nDCG": "normalized_dcg", "HR": "hit_rate", "MRR": "mean_reciprocal_rank",
               "P": "precision", "Recall": "recall"}  # fmt: skip
@@ -38,6 +38,6 @@ register(
     Adapter(
         "recsys_metrics", "recsys-metrics", "recsys_metrics", "recsys-metrics",
         'recsys_metrics.normalized_dcg(preds, target, k=k, reduction="none")', tuple(_FUNCTIONS),
-        build,
+        build, caveat=TOPK_CAVEAT,
     )
 )  # fmt: skip

@@ -7,7 +7,7 @@ average of the optimistic and the pessimistic rank), and the measure is evaluate
 ``1 / log2(g + (t + 1) / 2 + 1)`` for nDCG, its inverse for MRR, a hit when it is at most
 ``k``. This is what OGB's and TGB's link-prediction evaluators report (``0.5 * (optimistic +
 pessimistic) + 1``), PyKEEN calls the realistic rank, and ``rankdata`` (method ``average``)
-gives. It is not the expected measure (:mod:`tieaudit.ties.rules.expected`): the measure is not
+gives (with one relevant item a group; with more it gives ``shared_mean``). It is not the expected measure (:mod:`tieaudit.ties.rules.expected`): the measure is not
 linear in the rank (HR@10 of one relevant item tied with 19 others at the top is 0 at rank 10.5,
 where half of the orders place it inside the top 10).
 

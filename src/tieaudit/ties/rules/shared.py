@@ -1,5 +1,5 @@
-"""``shared_first`` and ``shared_last``: every relevant item of a tie group at one place the whole
-group shares, its first or its last.
+"""``shared_first``, ``shared_last`` and ``shared_mean``: every relevant item of a tie group at one
+place the whole group shares, its first, its last or its mean.
 
 Some evaluators give a rank, not a place in an order: the count of candidates scoring at least
 as high (``shared_last``: LightFM's ``predict_rank`` and the measures built on it, ``rankdata``
@@ -7,9 +7,12 @@ with method ``max``) or strictly higher, plus one (``shared_first``: Keras/Tenso
 ``in_top_k``, where every candidate tied with the k-th is inside the top k; TorchRec's session
 ranks; ``rankdata`` with method ``min``). For a group of ``t`` below ``g`` higher candidates
 every relevant item of the group is at ``g + 1`` (``shared_first``) or ``g + t``
-(``shared_last``).
+(``shared_last``). ``shared_mean`` gives each the group's mean place ``g + (t + 1) / 2``, as
+``pandas.Series.rank(method="average")`` and ``scipy.stats.rankdata`` (method ``average``) do:
+with one relevant item a group it is ``mean_rank`` (:attr:`one_item_twin`), with ``r > 1`` it is
+not (``mean_rank`` spreads the ``r`` items over their mean places ``g + j (t + 1) / (r + 1)``).
 
-With one relevant item per group these are the ``optimistic`` and ``pessimistic`` ranks. With
+With one relevant item per group the first two are the ``optimistic`` and ``pessimistic`` ranks. With
 ``r > 1`` relevant items in one group they are not: the ``r`` items share one place where the
 bounds spread them over ``r`` places, so ``shared_first`` can exceed the optimistic value (two
 relevant items tied at rank 1 give nDCG above 1, P@1 of 2) and ``shared_last`` fall below the
@@ -37,7 +40,7 @@ from .mean_rank import AtRank
 if TYPE_CHECKING:
     from ..structure import TieStructure
 
-__all__ = ["SHARED_FIRST", "SHARED_LAST"]
+__all__ = ["SHARED_FIRST", "SHARED_LAST", "SHARED_MEAN"]
 
 
 class _Shared(AtRank):
@@ -66,5 +69,17 @@ class SharedLast(_Shared):
         return (ties.g + ties.t).astype(np.float64)
 
 
+class SharedMean(_Shared):
+    name = "shared_mean"
+    order = ("none: every tied relevant item at the group's mean place, g + (t+1)/2 "
+             "(pandas rank average)")  # fmt: skip
+    note = "biased: not the expected measure; r tied relevant items share one place"
+    one_item_twin = "mean_rank"
+
+    def ranks(self, ties: TieStructure) -> np.ndarray:
+        return ties.g + (ties.t + 1) / 2.0
+
+
 SHARED_FIRST = register(SharedFirst())
 SHARED_LAST = register(SharedLast())
+SHARED_MEAN = register(SharedMean())
