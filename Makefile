@@ -67,7 +67,7 @@ lint: $(STAMP)  ## ruff on the library, tests and scripts
 docs: $(STAMP)  ## the documentation site into site/ (offline; any warning fails the build)
 	$(BIN)/python -m sphinx -b html -W --keep-going -q -E docs site
 
-demo: $(STAMP)  ## run the whole pipeline offline on generated demo data (about a minute)
+demo: $(STAMP)  ## run the whole pipeline offline on generated demo data (minutes: the README says how long)
 	@$(QUIET) --log results/logs/make-demo.log --label demo -- \
 		$(BIN)/snakemake --configfile config/demo.yaml --cores $(CORES)
 	@$(QUIET) --log results/logs/make-demo-report.log --label report -- \
@@ -79,6 +79,13 @@ demo: $(STAMP)  ## run the whole pipeline offline on generated demo data (about 
 	@echo "           Report:   results/report.html"
 	@echo "           Per dataset and scorer: results/demo_*/sampled/<scorer>/{metrics.csv,audit/}"
 	@echo "           Full catalogue:         results/demo_*/full/<scorer>/{metrics.csv,audit/}"
+	@echo
+	@echo "The commands are in $(VENV)/bin, not on your PATH: run them as"
+	@echo "    $(BIN)/tieaudit evaluate examples/candidates.csv --metrics nDCG@10"
+	@echo "    $(BIN)/snakemake --cores 2 --configfile my_study.yaml"
+	@echo "or activate the environment first (then tieaudit, snakemake):"
+	@echo "    source $(BIN)/activate"
+	@echo "Your own data: docs/tutorials/your-dataset.md; installing: docs/install.md"
 
 paper: $(STAMP)  ## download the real data (about 1 GB) and regenerate the paper's tables
 	@$(QUIET) --log results/logs/make-paper.log --label paper -- $(BIN)/snakemake --cores $(CORES)

@@ -44,11 +44,15 @@ mathjax_path = "tex-svg.js"
 
 html_theme = "pydata_sphinx_theme"
 html_title = f"tieaudit {release}"
+# Every section in the header (none under "More") and each section's pages in the left sidebar;
+# the pages of no section (the home page, Install, Changelog) have no left sidebar to leave empty.
 html_theme_options = {
+    "header_links_before_dropdown": 6,
     "navigation_with_keys": False,
     "show_toc_level": 2,
     "footer_start": ["copyright"],
     "footer_end": [],
 }
+html_sidebars = {"index": [], "install": [], "changelog": []}
 html_show_sourcelink = False
 html_last_updated_fmt = None

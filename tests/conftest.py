@@ -77,24 +77,19 @@ def rule_facts(cfg: dict, folder: Path, expression: str) -> dict:
     return json.loads(res.stdout.strip().splitlines()[-1])
 
 def demo_evaluators() -> list[str]:
-    """The adapters the suite's demo run probes: every registered one but those whose library
-    compiles its code in every process (``tests.probe.test_adapters.JIT``: about a minute of
-    CPU; ``make test-adapters`` probes them)."""
-    from tests.probe.test_adapters import JIT
-    from tieaudit.probe.adapters import adapter_names
-
-    return [name for name in adapter_names() if name not in JIT]
+    """The adapters the demo probes (``paper.evaluators`` of ``config/demo.yaml``): the numpy
+    and pandas idioms and the libraries of the ``probe`` extra but those whose library compiles
+    its code in every process (``tests.probe.test_adapters.JIT``: about a minute of CPU;
+    ``make test-adapters`` probes them)."""
+    return list(yaml.safe_load(DEMO.read_text(encoding="utf-8"))["paper"]["evaluators"])
 
 
 @pytest.fixture(scope="session")
 def demo_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The folder of one finished demo run (``results/``, ``data/``), shared by the session:
-    ``config/demo.yaml`` as ``make demo`` runs it, its evaluator table without the adapters of
-    :func:`demo_evaluators`."""
+    ``config/demo.yaml`` as ``make demo`` runs it."""
     d = tmp_path_factory.mktemp("demo_run")
-    evaluators = f"paper={{evaluators: [{', '.join(demo_evaluators())}]}}"
-    res = run_snakemake("--configfile", str(DEMO), "--directory", str(d), "--cores", "2",
-                        "--config", evaluators)  # fmt: skip
+    res = run_snakemake("--configfile", str(DEMO), "--directory", str(d), "--cores", "2")
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     return d
 

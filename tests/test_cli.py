@@ -18,7 +18,7 @@ import pytest
 
 from tieaudit import evaluate
 from tieaudit.analyses.audit import audit, invariance
-from tieaudit.cli import main
+from tieaudit.cli import EXAMPLES, main
 from tieaudit.common.io import frame_to_text
 
 COLUMNS = ["rule", "metric", "value", "sd", "min", "max", "se", "n_rows", "n_seeds", "z"]
@@ -710,3 +710,45 @@ def test_a_cutoff_beyond_every_row_costs_nothing_more(tmp_path, capsys):
 def test_an_absurd_cutoff_is_one_line(data, capsys):
     rc, out, err = run(["evaluate", data, "-m", "HR@99999999999999999999"], capsys)
     _check_error(rc, out, err, ["HR@99999999999999999999 is above 2**53"])
+
+
+_EXAMPLES = [(name, line, what) for name, examples in EXAMPLES.items() for line, what in examples]
+
+
+@pytest.mark.parametrize(("command", "line", "what"), _EXAMPLES,
+                         ids=[f"{c}-{i}" for i, (c, *_) in enumerate(_EXAMPLES)])  # fmt: skip
+def test_every_example_of_the_command_line_reference_runs(
+    command: str, line: str, what: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``tieaudit.cli.EXAMPLES`` (each command's ``--help`` and the command-line reference): run
+    from a checkout's root (here a copy of its examples/), each exits 0; a probe names the rule
+    its line says, a compare the flip it says."""
+    import shlex
+    import shutil
+
+    if command == "probe" and "sklearn" in line:
+        pytest.importorskip("sklearn", reason="the probe extra: pip install -e '.[probe]'")
+    shutil.copytree(Path(__file__).resolve().parents[1] / "examples", tmp_path / "examples")
+    monkeypatch.chdir(tmp_path)
+    args = shlex.split(line)
+    assert args[:2] == ["tieaudit", command]
+    assert main(args[1:]) == 0, capsys.readouterr().err
+    out = capsys.readouterr().out
+    if command == "probe":
+        rule = json.loads((tmp_path / args[args.index("--out") + 1] / "probe.json").read_text())
+        named = {"input_order": "input_order", "expected": "exact expectation"}[rule["rule"]]
+        assert named in what, (rule["rule"], what)
+    if command == "compare":
+        assert "order differs under" in out and "| continuous | coarse |" in out, out
+    if "--out" in args and command == "evaluate":
+        assert (tmp_path / args[args.index("--out") + 1]).stat().st_size > 0
+
+
+def test_every_command_has_examples() -> None:
+    from tieaudit.cli import _parser
+
+    sub = next(a for a in _parser()._actions if a.__class__.__name__ == "_SubParsersAction")
+    assert set(EXAMPLES) == set(sub.choices)
+    for name, command in sub.choices.items():
+        assert command.format_help().rstrip().endswith(EXAMPLES[name][-1][1]), name

@@ -10,6 +10,7 @@ run on the demo's page by tests/test_workflow.py.
 
 from __future__ import annotations
 
+import html
 import re
 import shutil
 from html.parser import HTMLParser
@@ -21,7 +22,7 @@ import pytest
 
 from tieaudit import evaluate
 from tieaudit.analyses.compare import ModelRows, flips_markdown, orderings, ranking_flips
-from tieaudit.outputs.figures import rules_figure, save
+from tieaudit.outputs.figures import rules_figure, save, tie_size_figure
 from tieaudit.common.io import atomic_write_text, write_table
 from tieaudit.outputs.page import (
     DataFile,
@@ -33,7 +34,9 @@ from tieaudit.outputs.page import (
     results_page,
 )
 from tieaudit.outputs.papertables import paper_cells, paper_markdown, paper_table
+from tieaudit.outputs.report import compare_markdown, load_reference
 
+ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = "/usr/bin/chromium"
 BROWSER_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
                  "--disable-background-networking", "--disable-component-update",
@@ -97,17 +100,48 @@ CHECKLIST_MD = """# Reporting checklists
 """
 
 
-def write_paper_dir(paper: Path, datasets: tuple[str, ...] = ("d1",), evaluators: bool = False
-                    ) -> PageInputs:  # fmt: skip
-    """A results/paper/ folder as the pipeline writes it, for ``datasets`` (sampled only)."""
+#: A long note, as a probe writes one (its evidence for ``unknown``).
+LONG_NOTE = ("the values on the crafted rows match no rule: row 't3-first' returned 0.6309297535714574, "
+             "input_order gives 1.0, pessimistic 0.5; " * 4)
+
+
+def evaluator_rows(n_missing: int = 18) -> pd.DataFrame:
+    """An evaluator table as ``tieaudit.probe.table.evaluator_table`` writes it: 17 probed
+    adapters with unrounded numbers and long notes, ``n_missing`` whose library is not installed."""
+    rng = np.random.default_rng(5)
+    rows = []
+    for i in range(17):
+        mean, expected = rng.random(2)
+        rows.append({"adapter": f"lib{i}" if i != 1 else "trec_eval", "library": f"library{i}",
+                     "version": "1.26.4", "call": f"library{i}.evaluate(qrels, run, "
+                     '"ndcg_cut_10", return_mean=False, threads=1)', "metric": "nDCG@10",
+                     "rule": "input_order" if i % 2 else "unknown",
+                     "invariant": "no" if i % 2 else "yes", "mean": mean, "expected": expected,
+                     "pessimistic": expected / 2, "optimistic": 1 - expected / 2,
+                     "inflation": mean - expected, "note": LONG_NOTE if i % 3 == 0 else ""})
+    for i in range(n_missing):
+        rows.append({"adapter": f"absent{i}", "library": f"absent{i}", "version": "not installed",
+                     "call": "absent.metric(y_true, y_score)", "metric": "nDCG@10",
+                     "rule": "not installed", "invariant": "", "mean": np.nan,
+                     "expected": np.nan, "pessimistic": np.nan, "optimistic": np.nan,
+                     "inflation": np.nan, "note": f"pip install absent{i}"})
+    return pd.DataFrame(rows)
+
+
+def write_paper_dir(paper: Path, datasets: tuple[str, ...] = ("d1",), evaluators: bool = False,
+                    reference: dict | None = None) -> PageInputs:  # fmt: skip
+    """A results/paper/ folder as the pipeline writes it, for ``datasets`` (sampled only);
+    compare.md is :data:`COMPARE_MD`, or with a ``reference`` the one
+    :func:`tieaudit.outputs.report.compare_markdown` writes for these datasets."""
     (paper / "figures").mkdir(parents=True, exist_ok=True)
     flips_parts = ["# Does the tie rule change which scorer wins?", ""]
-    flip_frames = []
+    flip_frames, all_metrics = [], []
     for n, d in enumerate(datasets):
         evs = {s: evaluate(candidates(s, 10 * n + i), HEADLINE, RULES, n_seeds=5)
                for i, s in enumerate(SCORERS)}  # fmt: skip
         metrics = pd.concat([ev.summary().assign(dataset=d, candidates="sampled", scorer=s)
                              for s, ev in evs.items()], ignore_index=True)  # fmt: skip
+        all_metrics.append(metrics)
         table = paper_table(metrics, d, "sampled", SCORERS, RULES, HEADLINE)
         write_table(table, paper / f"paper_{d}_sampled.csv")
         atomic_write_text(paper / f"paper_{d}_sampled.md", paper_markdown(table, d, 5))
@@ -118,16 +152,21 @@ def write_paper_dir(paper: Path, datasets: tuple[str, ...] = ("d1",), evaluators
         seeds = pd.concat([pd.DataFrame({"scorer": s, "metric": str(m), "seed": range(5),
                                          "value": ev["hash_mean"].seed_means[m]})
                            for s, ev in evs.items() for m in ev.measures])  # fmt: skip
-        save(rules_figure(metrics, SCORERS, RULES, HEADLINE, title=d, seed_means=seeds),
-             [paper / "figures" / f"{d}_rules.svg"])  # fmt: skip
+        for kind in ("rules", "full_rules"):  # the full catalogue's figure is as tall
+            save(rules_figure(metrics, SCORERS, RULES, HEADLINE, title=d, seed_means=seeds),
+                 [paper / "figures" / f"{d}_{kind}.svg"])  # fmt: skip
+        sizes = pd.DataFrame([{"scorer": s, "diagnostic": "rows_with_tie_size", "key": f"t={t}",
+                               "value": 60 // t} for s in SCORERS for t in (1, 2, 3, 5, 8)])
+        save(tie_size_figure(sizes, SCORERS, title=d), [paper / "figures" / f"{d}_tie_sizes.svg"])
     write_table(pd.concat(flip_frames, ignore_index=True), paper / "ranking_flips.csv")
     atomic_write_text(paper / "ranking_flips.md", "\n".join(flips_parts))
-    atomic_write_text(paper / "compare.md", COMPARE_MD)
+    compare = COMPARE_MD if reference is None else compare_markdown(
+        pd.concat(all_metrics, ignore_index=True), reference, datasets=list(datasets),
+        scorers=SCORERS, headline=HEADLINE)  # fmt: skip
+    atomic_write_text(paper / "compare.md", compare)
     atomic_write_text(paper / "checklist.md", CHECKLIST_MD)
     if evaluators:
-        write_table(pd.DataFrame({"evaluator": ["ranx", "trec_eval"], "rule": ["input_order",
-                                  "docno_desc"], "invariant": ["no", "yes"]}),
-                    paper / "evaluators.csv")  # fmt: skip
+        write_table(evaluator_rows(), paper / "evaluators.csv")
     files = sorted(str(p) for p in paper.rglob("*") if p.is_file())
     return PageInputs(
         paper_dir=paper, datasets=list(datasets), settings=["sampled"],
@@ -216,7 +255,7 @@ def test_page_has_flips_verdicts_figures_checklists_and_provenance(page) -> None
     paper, text = page
     parsed = _Page()
     parsed.feed(text)
-    assert parsed.svgs == 2  # one rules figure per dataset, inline
+    assert parsed.svgs == 6  # two rules figures and a tie-size one per dataset, inline
     assert len(parsed.ids) == len(set(parsed.ids))  # prefixed: no id shared by two figures
     assert parsed.details and not any(parsed.details)  # checklists (and config) collapsed
     assert parsed.refs == [] or all(r.startswith("a href=#") for r in parsed.refs), parsed.refs
@@ -236,6 +275,20 @@ def test_page_has_flips_verdicts_figures_checklists_and_provenance(page) -> None
     assert "evaluators" in text and "trec_eval" in text  # the optional section
     assert "ab" * 32 in text and "generated: computed from" in text
     assert "rules:" in text and "tieaudit 0.1.0" in text  # config as YAML, versions
+
+
+def test_a_caption_says_more_than_the_figure_axes(page) -> None:
+    """Each caption says what to read in its figure: at least five of its words are in no text
+    of the figure (the tie-size caption once repeated its x axis, word for word)."""
+    _, text = page
+    figures = re.findall(r"<figure[^>]*>(.*?)<figcaption>(.*?)</figcaption></figure>", text,
+                         flags=re.S)  # fmt: skip
+    assert len(figures) == 6
+    for svg, caption in figures:
+        shown = set(re.findall(r"[\w@-]+", " ".join(re.findall(r"<text[^>]*>([^<]*)</text>",
+                                                                svg))))  # fmt: skip
+        new = set(re.findall(r"[\w@-]+", html.unescape(caption))) - shown
+        assert len(new) >= 5, (caption, shown)
 
 
 def test_table_cells_show_their_text_not_markup(tmp_path) -> None:
@@ -265,8 +318,8 @@ def test_the_casting_table_has_its_section_when_the_run_wrote_it(tmp_path) -> No
     write_table(table.assign(dataset="d1", scorer="s"), tmp_path / "paper" / "casting.csv")
     page = results_page(write_paper_dir(tmp_path / "paper"))
     section = page[page.index('id="casting"'):].split("</table>")[0]
-    assert section.count("<tr><td>") == len(table) == 3 * len(HEADLINE)
-    assert "<td>round:1</td>" in section and "<td>none</td>" in section
+    assert section.count("<tr><td") == len(table) == 3 * len(HEADLINE)
+    assert '<td class="t">round:1</td>' in section and '<td class="t">none</td>' in section
 
 
 def test_same_inputs_and_date_give_the_same_page(tmp_path, monkeypatch) -> None:
@@ -312,6 +365,91 @@ def test_lock_entries(tmp_path) -> None:
         lock_entries(tmp_path / "bad.yaml")
 
 
+def test_a_code_span_keeps_its_stars() -> None:
+    """A path with ``*`` in a code span is the path (the page once printed
+    ``results//sampled//metrics.csv``, the stars read as emphasis); outside code a star still
+    emphasises."""
+    out = markdown_to_html("ours are read from `results/*/sampled/*/metrics.csv`; *these* are "
+                           "ours, `a*b` and `c*d` are code\n")  # fmt: skip
+    assert "<code>results/*/sampled/*/metrics.csv</code>" in out
+    assert "<code>a*b</code> and <code>c*d</code>" in out
+    assert out.count("<em>") == 1 and "<em>these</em>" in out
+
+
+def _section(text: str, anchor: str) -> str:
+    """The page from the ``<h2>`` with ``id=anchor`` to the next ``<h2>``."""
+    start = text.index(f'<h2 id="{anchor}"')
+    end = text.find("<h2", start + 1)
+    return text[start:] if end < 0 else text[start:end]
+
+
+def test_the_evaluators_table_leads_with_rule_invariance_and_inflation(tmp_path) -> None:
+    """adapter, rule, invariant and inflation first; numbers at 4 decimals; a sentence says
+    what the table is; long notes folded; the adapters whose library is missing in one
+    collapsed line, not among the rows."""
+    text = results_page(write_paper_dir(tmp_path / "paper", evaluators=True))
+    section = _section(text, "evaluators")
+    frame = evaluator_rows()
+    parsed = _Page()
+    parsed.feed(section)
+    main = parsed.tables[0]
+    head = main["rows"][0]
+    assert head[:4] == ["adapter", "rule", "invariant", "inflation"], head
+    probed = frame[frame["rule"] != "not installed"]
+    assert [r[0] for r in main["rows"][1:]] == list(probed["adapter"])
+    for column in ("inflation", "mean", "expected", "pessimistic", "optimistic"):
+        at = head.index(column)
+        cells = [r[at] for r in main["rows"][1:]]
+        assert cells == [f"{v:.4f}" for v in probed[column]], column
+    before = section[: section.index("<table")]
+    said = re.search(r"<p[^>]*>(.*?)</p>", before, flags=re.S)  # one sentence says what it is
+    assert said and all(w in said.group(1) for w in ("rule", "invariant", "inflation")), before
+    note = html.escape(LONG_NOTE.strip())
+    assert note[:200] in section
+    assert f"<td>{note}" not in section and "<td class=\"text\"><details" in section
+    (missing,) = re.findall(r"<details[^>]*><summary>([^<]*not installed[^<]*)</summary>(.*?)"
+                            r"</details>", section, flags=re.S)  # fmt: skip
+    assert missing[0].startswith("18 ") and all(f"absent{i}" in missing[1] for i in range(18))
+    assert "absent" not in section.replace(missing[1], "")  # only in the collapsed line
+
+
+def test_a_dataset_the_paper_does_not_cover_says_what_the_ties_did(tmp_path) -> None:
+    """No pattern of the paper judged (its datasets are not in the run): "At a glance" gives,
+    per scorer, input order over expected on the first headline measure and whether the ranking
+    of the scorers changes with the rule; no grey "not tested" badges; the comparison with the
+    paper folded away."""
+    reference = load_reference(ROOT / "config" / "paper_reference.yaml")
+    paper = tmp_path / "paper"
+    text = results_page(write_paper_dir(paper, ("d1", "d2"), reference=reference))
+    glance = _section(text, "glance")
+    assert "badge na" not in glance and "not tested" not in glance.replace(
+        "not tested in this run", "")  # fmt: skip
+    flips = pd.read_csv(paper / "ranking_flips.csv")
+    for d in ("d1", "d2"):
+        table = pd.read_csv(paper / f"paper_{d}_sampled.csv")
+        first = table[table["metric"] == HEADLINE[0]]
+        line = re.search(rf"<li[^>]*>(?:(?!</li>).)*{d}(?:(?!</li>).)*</li>", glance,
+                         flags=re.S).group(0)  # fmt: skip
+        for scorer, ratio in zip(first["scorer"], first["inflation"], strict=True):
+            assert f"{scorer} {ratio:.2f}×" in line, line
+        mine = flips[(flips["dataset"] == d) & (flips["metric"] == HEADLINE[0])]
+        changed = list(dict.fromkeys(mine.loc[mine["flip"] == "yes", "rule"]))
+        if changed:
+            assert "changes under " + ", ".join(changed) in line, line
+        else:
+            assert "does not change" in line, line
+    compare = _section(text, "compare")
+    assert re.search(r"<details[^>]*><summary>[^<]*</summary>.*Published numbers", compare,
+                     flags=re.S), compare[:600]  # fmt: skip
+
+
+def test_a_run_the_paper_covers_keeps_its_verdicts_open(tmp_path) -> None:
+    text = results_page(write_paper_dir(tmp_path / "paper", ("d1", "d2")))
+    glance = _section(text, "glance")
+    assert '<span class="badge pass">' in glance and '<span class="badge fail">' in glance
+    assert "<details" not in _section(text, "compare").split("Patterns the paper reports")[0]
+
+
 # ------------------------------------------------------------------------------------------
 # in a real browser
 
@@ -329,6 +467,27 @@ def browser_missing() -> str:
     return ""
 
 
+#: The window the page must fit: a laptop's browser, not maximised.
+WINDOW = 1400
+
+
+def check_fits(page) -> None:
+    """The page is no wider than the window, with every ``<details>`` closed and opened (wide
+    tables scroll in their own box); figures side by side keep their captions apart."""
+    width = "document.documentElement.scrollWidth"
+    assert page.evaluate(width) <= WINDOW, f"the page is {page.evaluate(width)} px wide"
+    boxes = page.eval_on_selector_all(
+        "figure", "fs => fs.map(f => {const r = f.querySelector('figcaption')"
+        ".getBoundingClientRect(); return [r.left, r.right, r.top, r.bottom];})")  # fmt: skip
+    for i, a in enumerate(boxes):
+        for b in boxes[i + 1 :]:
+            if a[2] < b[3] and b[2] < a[3]:  # on one line: a gap of at least 1.5em between them
+                gap = max(b[0] - a[1], a[0] - b[1])
+                assert gap >= 20, f"figure captions {gap:.0f} px apart: {a}, {b}"
+    page.eval_on_selector_all("details", "ds => ds.forEach(d => { d.open = true; })")
+    assert page.evaluate(width) <= WINDOW, f"opened, the page is {page.evaluate(width)} px wide"
+
+
 def check_in_browser(index: Path, paper: Path, datasets: list[str], settings: list[str],
                      shot: Path) -> None:  # fmt: skip
     """Open ``index`` in headless Chromium: every paper table renders with the CSV's numbers,
@@ -338,7 +497,7 @@ def check_in_browser(index: Path, paper: Path, datasets: list[str], settings: li
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=BROWSER_FLAGS)
         try:
-            context = browser.new_context(viewport={"width": 1200, "height": 900})
+            context = browser.new_context(viewport={"width": WINDOW, "height": 900})
             requests: list[str] = []
             context.on("request", lambda r: requests.append(r.url))
             # anything but the page itself is blocked (and recorded above)
@@ -369,6 +528,7 @@ def check_in_browser(index: Path, paper: Path, datasets: list[str], settings: li
             assert flips >= len(datasets) * len(settings)
             page.screenshot(path=str(shot), full_page=True)
             assert shot.stat().st_size > 10_000
+            check_fits(page)
             assert requests == [index.as_uri()], requests
         finally:
             browser.close()
@@ -379,6 +539,15 @@ def test_page_in_headless_chromium(page, tmp_path) -> None:
     paper, _ = page
     check_in_browser(paper / "index.html", paper, ["d1", "d2"], ["sampled"],
                      tmp_path / "page.png")  # fmt: skip
+
+
+@pytest.mark.skipif(bool(browser_missing()), reason=browser_missing() or "browser present")
+def test_browser_check_catches_a_page_wider_than_the_window(page, tmp_path) -> None:
+    paper, text = page
+    wide = paper / "wide.html"
+    wide.write_text(text.replace("</body>", f'<table><tr><td>{"x" * 400}</td></tr></table></body>'))
+    with pytest.raises(AssertionError, match="px wide"):
+        check_in_browser(wide, paper, ["d1", "d2"], ["sampled"], tmp_path / "wide.png")
 
 
 @pytest.mark.skipif(bool(browser_missing()), reason=browser_missing() or "browser present")

@@ -60,7 +60,10 @@ def test_a_failure_shows_the_error_in_full() -> None:
     assert filt.job_logs == ["logs/b.log"]
 
 
-def test_make_demo_prints_a_few_lines_and_writes_the_whole_log(tmp_path: Path) -> None:
+def test_make_demo_prints_a_few_lines_and_writes_the_whole_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # the steps' logs the recorded run names are not here
     out: list[str] = []
     log = tmp_path / "results" / "logs" / "make-demo.log"
     status = run(replay(DEMO), log, "demo", out=out.append, tty=False, clock=fake_clock())
@@ -99,7 +102,10 @@ def test_a_failure_prints_the_error_the_job_log_and_the_log_path(
     assert status == 1
     text = "".join(out)
     assert "Error in rule b:" in text and "--- last lines of logs/b.log ---" in text
-    assert "ValueError: bad row 3" in text
+    # what the job said comes first, before Snakemake's account of the failure
+    failed = [line for line in text.splitlines() if "elapsed" not in line]
+    assert failed[0] == "demo: failed: ValueError: bad row 3  (logs/b.log)", failed
+    assert text.index("Error in rule b:") > text.index("demo: failed: ValueError")
     assert text.splitlines()[-1].startswith("demo: failed (exit status 1) after ")
     assert text.splitlines()[-1].endswith(f"whole log: {log}")
     assert len(text.splitlines()) < 40
@@ -127,3 +133,63 @@ def test_make_runs_every_snakemake_through_the_quiet_runner(target: str) -> None
                         for line in runs), runs  # fmt: skip
     summary = [line for line in recipe.splitlines() if line.startswith("echo")]
     assert any("results/paper/index.html" in line for line in summary), summary
+
+
+def test_the_warnings_of_the_steps_logs_reach_the_console(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A warning a step logs (prepare's, a download's) is listed at the end with its log, on
+    success and on failure; a step's INFO lines are not."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "logs").mkdir()
+    note = "n_rows 200 asks for more rows than the 40 users with a held-out item: all 40 taken"
+    (tmp_path / "logs" / "a.log").write_text(
+        "2026-12-06 10:00:00,001 INFO tieaudit.step.a: rule a, wildcards {}\n"
+        f"2026-12-06 10:00:00,002 WARNING tieaudit.pipeline.sampling: {note}\n")  # fmt: skip
+    (tmp_path / "logs" / "b.log").write_text(
+        "2026-12-06 10:00:01,000 WARNING tieaudit.step.b: file:x.csv changed; re-pinned\n"
+        "Traceback (most recent call last):\nValueError: bad row 3\n")  # fmt: skip
+    out: list[str] = []
+    assert run(replay(FAILED, 1), tmp_path / "f.log", "demo", out=out.append, tty=False,
+               clock=fake_clock()) == 1  # fmt: skip
+    lines = "".join(out).splitlines()
+    at = lines.index("demo: 2 warning(s) in the steps' logs:")
+    assert lines[at + 1:at + 3] == [f"  logs/a.log: {note}",
+                                    "  logs/b.log: file:x.csv changed; re-pinned"]  # fmt: skip
+    assert "rule a, wildcards" not in "".join(out)
+    out = []
+    (tmp_path / "logs" / "b.log").write_text(f"2026-12-06 10:00:00,002 WARNING x.y: {note}\n")
+    assert run(replay(WARNED), tmp_path / "w.log", "w", out=out.append, tty=False,
+               clock=fake_clock()) == 0  # fmt: skip
+    lines = "".join(out).splitlines()
+    assert lines[-3:-1] == ["w: 1 warning(s) in the steps' logs:", f"  logs/b.log: {note}"]
+    assert lines[-1].startswith("w: done")
+
+
+def test_the_failed_steps_own_line_then_its_reason_then_snakemakes_account(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As Snakemake 9 prints a failed step of the pipeline: the step's one line on the console
+    (tieaudit.pipeline.workflow.start) comes first, then what its log says went wrong, then
+    Snakemake's blocks (held back even when the step's line began the alert), and the log is
+    not shown twice when Snakemake printed it whole."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "b.log").write_text("Traceback (most recent call last):\n"
+                                             "ValueError: bad row 3\n")  # fmt: skip
+    text = FAILED.read_text().replace(
+        "RuleException:", "rule b failed: ValueError: bad row 3 (traceback: logs/b.log)\n"
+        "RuleException:").replace(
+        "        (command exited with non-zero exit code)\n",
+        "        (command exited with non-zero exit code)\nLogfile logs/b.log:\n" + "=" * 80
+        + "\nTraceback (most recent call last):\nValueError: bad row 3\n" + "=" * 80 + "\n")  # fmt: skip
+    recorded = tmp_path / "failed.log"
+    recorded.write_text(text)
+    out: list[str] = []
+    assert run(replay(recorded, 1), tmp_path / "x.log", "demo", out=out.append, tty=False,
+               clock=fake_clock()) == 1  # fmt: skip
+    lines = [line for line in "".join(out).splitlines() if "elapsed" not in line]
+    assert lines[:3] == ["rule b failed: ValueError: bad row 3 (traceback: logs/b.log)",
+                         "demo: failed: ValueError: bad row 3  (logs/b.log)",
+                         "RuleException:"], lines  # fmt: skip
+    assert "--- last lines of logs/b.log ---" not in lines and len(lines) < 30

@@ -65,9 +65,22 @@ def test_reference_pages_are_made_from_what_they_describe(site: Path) -> None:
     for name in tieaudit.__all__:
         if not name.startswith("__"):
             assert f"tieaudit.{name}" in api, name
+    # each name of the package root links to its entry (a link Sphinx could not resolve is
+    # left as code, silently)
+    import re
+
+    roots = re.findall(r'<li><p><code class="docutils literal notranslate"><span class="pre">'
+                       r'tieaudit\.(\w+)</span></code>: (<a|<code)', api)  # fmt: skip
+    assert sorted(n for n, _ in roots) == sorted(n for n in tieaudit.__all__ if n[0] != "_")
+    assert [n for n, how in roots if how != "<a"] == []
     cli = (site / "reference/_generated/cli.html").read_text(encoding="utf-8")
     sub = next(a for a in _parser()._actions if a.__class__.__name__ == "_SubParsersAction")
     assert all(f"tieaudit {name}" in cli for name in sub.choices)
+    from tieaudit.cli import EXAMPLES  # a section per command: examples, then an argument table
+
+    assert cli.count("<strong>Examples</strong>") == cli.count("<strong>Arguments</strong>") == len(
+        sub.choices)  # fmt: skip
+    assert all(line in cli for examples in EXAMPLES.values() for line, _ in examples)
     rules = (site / "reference/tie-rules.html").read_text(encoding="utf-8")
     assert all(kind.syntax in rules for kind in rule_kinds())
     from tieaudit.probe.behaviours import behaviours
@@ -156,8 +169,107 @@ def test_the_census_page_is_the_census_csv_or_says_where_it_comes_from(
 ) -> None:
     pages = generated_pages()
     monkeypatch.setattr(pages, "CENSUS", tmp_path / "evaluators.csv")
-    assert "run `make census`" in pages.census_page()  # absent: the build goes on
+    monkeypatch.setattr(pages, "PIPELINE_TABLE", tmp_path / "paper" / "evaluators.md")
+    page = pages.census_page()  # absent: the build goes on, saying where a table comes from
+    assert "run `make census`" in page and "`results/paper/evaluators.md`" in page
+    assert "none yet either" in page
+    (tmp_path / "paper").mkdir()
+    (tmp_path / "paper" / "evaluators.md").write_text("| adapter | rule |\n|---|---|\n"
+                                                      "| numpy-stable | input_order |\n")  # fmt: skip
+    page = pages.census_page()  # make demo wrote the pipeline's table: shown
+    assert "| adapter | rule |\n|---|---|\n| numpy-stable | input_order |\n" in page
+    assert "none yet either" not in page
     (tmp_path / "evaluators.csv").write_text("adapter,rule,note\nsklearn,expected,\"a|b\"\n")
     page = pages.census_page()
     assert "| adapter | rule | note |\n|---|---|---|\n| sklearn | expected | a\\|b |" in page
     assert "make census" in page and "run `make census`" not in page
+
+
+def toctree(page: Path) -> list[str]:
+    """The entries of the toctree of a docs page (``docs/...md``), as paths below ``docs/``
+    without suffix."""
+    import posixpath
+    import re
+
+    block = re.search(r"```\{toctree\}\n(.*?)```", page.read_text(encoding="utf-8"), re.S)
+    assert block, page
+    here = page.parent.relative_to(ROOT / "docs").as_posix()
+    entries = [line.strip() for line in block.group(1).splitlines()
+               if line.strip() and not line.startswith(":")]  # fmt: skip
+    return [posixpath.normpath(posixpath.join(here, e)) for e in entries]
+
+
+@needs_docs
+@pytest.mark.skipif(bool(browser_missing()), reason=browser_missing() or "browser present")
+def test_every_section_in_the_header_its_pages_in_the_sidebar_and_no_page_wider_than_1400_px(
+    site: Path,
+) -> None:
+    """In a 1,400-px window: the header names every section of the home page's toctree (none
+    hidden under "More"), every page of a section lists all the section's pages in its left
+    sidebar, and no page is wider than the window (code blocks scroll inside their box)."""
+    from playwright.sync_api import sync_playwright
+
+    top = toctree(ROOT / "docs" / "index.md")
+    sections = {entry: toctree(ROOT / "docs" / f"{entry}.md") for entry in top
+                if entry.endswith("/index")}  # fmt: skip
+    assert set(sections) == {"tutorials/index", "guide/index", "reference/index"}
+    in_sections = {p for pages in sections.values() for p in pages}
+    every = sorted(p.relative_to(ROOT / "docs").with_suffix("").as_posix()
+                   for p in (ROOT / "docs").rglob("*.md") if "_generated" not in p.parts)  # fmt: skip
+    # every page of docs/ is reachable: a section, a page of one, or the home page
+    assert set(every) <= {"index", *top, *in_sections}, set(every) - {"index", *top, *in_sections}
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=BROWSER_FLAGS)
+        try:
+            page = browser.new_context(viewport={"width": 1400, "height": 900}).new_page()
+
+            def visible(selector: str) -> list[str]:
+                return page.eval_on_selector_all(selector, "as => as.filter(a => a.offsetParent)"
+                                                 ".map(a => a.getAttribute('href'))")  # fmt: skip
+
+            for name in ["index", *top, *sorted(in_sections)]:
+                page.goto((site / f"{name}.html").as_uri())
+                page.wait_for_load_state("load")
+                header = visible(".bd-header .navbar-nav a.nav-link")
+                assert len(header) == len(top), (name, header)
+                assert not page.locator(".bd-header button:has-text('More')").count(), name
+                width = page.evaluate("document.documentElement.scrollWidth")
+                assert width <= 1400, (name, width)
+                section = next((s for s, pages in sections.items() if name in (s, *pages)), None)
+                if section is None:
+                    continue
+                sidebar = visible(".bd-sidebar-primary nav.bd-docs-nav a")
+                here = Path(site / f"{name}.html").parent
+                linked = {(here / h.split("#")[0]).resolve() if h.split("#")[0]  # "#": this page
+                          else (site / f"{name}.html").resolve() for h in sidebar}  # fmt: skip
+                want = {(site / f"{p}.html").resolve() for p in sections[section]}
+                assert want <= linked, (name, sorted(str(p) for p in want - linked))
+        finally:
+            browser.close()
+
+
+@needs_docs
+def test_every_constant_of_the_api_reference_has_its_own_documentation() -> None:
+    """A constant the API page lists (``autodata``) has a ``#:`` comment or a docstring of its
+    own; else autodoc shows the docstring of its type (``tuple``: "Built-in immutable
+    sequence"), which says nothing about it."""
+    import inspect
+
+    from sphinx.pycode import ModuleAnalyzer
+
+    from tieaudit.layers import LAYERS
+
+    pages = generated_pages()
+    undocumented = []
+    for layer in LAYERS:
+        for folder in (p[:-2] for p in layer.patterns if p.endswith("/*")):
+            for module in pages._public_modules(f"tieaudit.{folder}"):
+                docs = ModuleAnalyzer.for_module(module.__name__).find_attr_docs()
+                for name in pages._defined(module):
+                    obj = getattr(module, name)
+                    if inspect.isclass(obj) or callable(obj):
+                        continue
+                    if not any(part[1] == name and "".join(text).strip()
+                               for part, text in docs.items()):  # fmt: skip
+                        undocumented.append(f"{module.__name__}.{name}")
+    assert not undocumented, undocumented

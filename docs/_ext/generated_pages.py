@@ -39,7 +39,8 @@ def _directive(name: str, obj: Any) -> str:
 
 def _public_modules(package: str) -> list[Any]:
     """The modules of the folder ``package`` that name public things (a non-empty ``__all__``),
-    by name (a subpackage's face among them)."""
+    by name: a subpackage's face, then its own modules (``tieaudit.ties.rules``, then
+    ``tieaudit.ties.rules.base``, where ``TieRule`` is defined)."""
     import importlib
     import pkgutil
 
@@ -51,6 +52,8 @@ def _public_modules(package: str) -> list[Any]:
         module = importlib.import_module(f"{package}.{info.name}")
         if getattr(module, "__all__", None):
             out.append(module)
+        if info.ispkg:
+            out += _public_modules(module.__name__)
     return out
 
 
@@ -96,26 +99,32 @@ def api_page() -> str:
            "table to ties to values to summary), each with its modules' public names (their "
            "`__all__`), then the protocols an extension implements. Everything here is the "
            "docstrings.", "", "## `tieaudit`", ""]  # fmt: skip
-    for name in sorted(n for n in tieaudit.__all__ if not n.startswith("__")):
-        obj = getattr(tieaudit, name)
-        module = getattr(obj, "__module__", None) if inspect.isclass(obj) or callable(obj) else None
-        target = f"{module}.{name}" if module else f"tieaudit.{tieaudit._SOURCE[name]}.{name}"
-        role = "class" if inspect.isclass(obj) else "func" if callable(obj) else "data"
-        out.append(f"- `tieaudit.{name}`: {{py:{role}}}`{target}`")
-    out.append("")
+    sections = []  # (package, its summary, [(module, the names it documents)])
     for layer in LAYERS:
-        folders = [p[:-2] for p in layer.patterns if p.endswith("/*")]
-        for folder in folders:
+        for folder in (p[:-2] for p in layer.patterns if p.endswith("/*")):
             package = f"tieaudit.{folder}"
             face = importlib.import_module(package)
             summary = (inspect.getdoc(face) or "").split("\n\n")[0].replace("\n", " ")
-            out += [f"## `{package}`", "", summary, ""]
-            for module in _public_modules(package):
-                out += _module_section(module, "###")
-        if not folders:  # a layer of single modules (the integrations): each its own section
+            modules = [(m, _defined(m)) for m in _public_modules(package)]
+            sections.append((package, summary, [(m, names) for m, names in modules if names]))
+        if not any(p.endswith("/*") for p in layer.patterns):  # single modules (integrations)
             for pattern in layer.patterns:
                 module = importlib.import_module(f"tieaudit.{pattern.removesuffix('.py')}")
-                out += _module_section(module, "##")
+                sections.append((None, "", [(module, _defined(module))]))
+    # where each documented object is (a name of the package root links to its entry there)
+    home = {(n, id(getattr(m, n))): f"{m.__name__}.{n}" for *_, modules in sections
+            for m, names in modules for n in names}  # fmt: skip
+    for name in sorted(n for n in tieaudit.__all__ if not n.startswith("__")):
+        obj = getattr(tieaudit, name)
+        target = home.get((name, id(obj)), f"tieaudit.{tieaudit._SOURCE[name]}.{name}")
+        role = "class" if inspect.isclass(obj) else "func" if callable(obj) else "data"
+        out.append(f"- `tieaudit.{name}`: {{py:{role}}}`{target}`")
+    out.append("")
+    for package, summary, modules in sections:
+        if package is not None:
+            out += [f"## `{package}`", "", summary, ""]
+        for module, _ in modules:
+            out += _module_section(module, "###" if package is not None else "##")
     out += ["## Extension protocols", "",
             "What an extension implements, documented with its folder above:", ""]  # fmt: skip
     for heading, names in PROTOCOLS.items():
@@ -123,17 +132,60 @@ def api_page() -> str:
     return "\n".join(out) + "\n"
 
 
+def _argument_rows(command: Any) -> list[str]:
+    """A command's arguments as Markdown table rows: the argument as typed, its default, what it
+    does (the parser's help)."""
+    import argparse
+
+    rows = []
+    for action in command._actions:
+        if isinstance(action, argparse._HelpAction):
+            continue
+        meta = action.metavar or action.dest.upper()
+        if action.option_strings:
+            takes = "" if action.nargs == 0 else f" {meta}" + (" ..." if action.nargs in ("+", "*")
+                                                                else "")  # fmt: skip
+            typed = ", ".join(f"`{o}{takes}`" for o in action.option_strings)
+        else:
+            typed = f"`{meta}" + (" ..." if action.nargs in ("+", "*") else "") + "`"
+        default = action.default
+        shown = "" if default in (None, False, argparse.SUPPRESS) else f"`{_plain(default)}`"
+        text = " ".join(str(action.help or "").split()).replace("|", "\\|")
+        rows.append(f"| {typed} | {shown} | {text} |")
+    return rows
+
+
+def _plain(value: Any) -> str:
+    return " ".join(map(str, value)) if isinstance(value, list | tuple) else str(value)
+
+
 def cli_page() -> str:
-    from tieaudit.cli import _parser
+    """The command line, a section per command: what it does, examples (``tieaudit.cli.EXAMPLES``,
+    which the tests run), its arguments as a table, and its whole ``--help``."""
+    from tieaudit.cli import EXAMPLES, _parser
 
     os.environ["COLUMNS"] = "100"  # argparse wraps to the terminal: a fixed width, the same page
     parser = _parser()
-    out = ["# Command line", "",
-           "`tieaudit --help` and each command's `--help`, as the argument parser prints them.",
-           "", "```text", parser.format_help().rstrip(), "```", ""]  # fmt: skip
     sub = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
+    helps = {c.dest: c.help for c in sub._choices_actions}
+    out = ["# Command line", "",
+           f"{parser.description} `tieaudit COMMAND --help` prints what a section below says; "
+           "`tieaudit --version` the version. Bad input exits with status 2 and one line naming "
+           "the file, line or row. The examples run from the root of a checkout, on the files "
+           "of `examples/` (the tests run every one).", "",
+           "| command | what it does |", "|---|---|"]  # fmt: skip
+    out += [f"| [`tieaudit {name}`](#tieaudit-{name}) | {helps[name]} |" for name in sub.choices]
+    out.append("")
     for name, command in sub.choices.items():
-        out += [f"## `tieaudit {name}`", "", "```text", command.format_help().rstrip(), "```", ""]
+        description = (command.description or "").split("\n\n")[0]
+        out += [f"## `tieaudit {name}`", "", " ".join(description.split()), "",
+                "**Examples**", "", "```console"]  # fmt: skip
+        for line, what in EXAMPLES[name]:
+            out += [f"$ {line}", f"# {what}"]
+        out += ["```", "", "**Arguments**", "", "| argument | default | what it does |",
+                "|---|---|---|", *_argument_rows(command), "",
+                "<details><summary>the whole <code>--help</code></summary>", "", "```text",
+                command.format_help().rstrip(), "```", "", "</details>", ""]  # fmt: skip
     return "\n".join(out)
 
 
@@ -171,11 +223,15 @@ def config_page() -> str:
 
 #: What ``make census`` writes (every adapter's library probed in an environment of its own).
 CENSUS = ROOT / "results" / "census" / "evaluators.csv"
+#: What the pipeline writes (``make demo``, ``make paper``): the same probe, for the libraries of
+#: this checkout's environment.
+PIPELINE_TABLE = ROOT / "results" / "paper" / "evaluators.md"
 
 
 def census_page() -> str:
     """The evaluator census as a table of every column of ``results/census/evaluators.csv``, or,
-    in a checkout without one, where it comes from: the build never needs it."""
+    in a checkout without one, where it comes from and the pipeline's evaluator table
+    (``results/paper/evaluators.md``) when a run wrote one: the build never needs either."""
     import csv
 
     out = ["# Evaluator census", "",
@@ -184,8 +240,17 @@ def census_page() -> str:
            "its own. `make census` writes `results/census/evaluators.csv` and `.md`; this page "
            "shows the CSV of the checkout the site was built from.", ""]  # fmt: skip
     if not CENSUS.is_file():
-        return "\n".join([*out, "This checkout has no census yet: run `make census`, then "
-                          "`make docs`.", ""])  # fmt: skip
+        out += ["This checkout has no census yet: run `make census` (every library in an "
+                "environment of its own, about 15 minutes), then `make docs`. The pipeline "
+                "probes the libraries of this checkout's environment the same way and writes "
+                "the table to `results/paper/evaluators.md` (`make demo`: the numpy and pandas "
+                "idioms and the `probe` extra's libraries)."]  # fmt: skip
+        if PIPELINE_TABLE.is_file():
+            out += ["", "The table of this checkout's last pipeline run:", "",
+                    PIPELINE_TABLE.read_text(encoding="utf-8").strip()]  # fmt: skip
+        else:
+            out += ["", "This checkout has none yet either."]
+        return "\n".join([*out, ""])
     with CENSUS.open(newline="", encoding="utf-8") as f:
         rows = list(csv.reader(f))
 

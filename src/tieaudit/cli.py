@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 from collections.abc import Sequence
@@ -131,6 +132,42 @@ def _chunk_options(sp: argparse.ArgumentParser) -> None:
     )  # fmt: skip
 
 
+#: Examples of each command, on the files of ``examples/`` (run from a checkout's root): shown
+#: at the end of its ``--help`` and in the command-line reference; the tests run every one.
+EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
+    "evaluate": (
+        ("tieaudit evaluate examples/candidates.csv --metrics nDCG@10 HR@5",
+         "two measures under the default rules, as a table"),
+        ("tieaudit evaluate examples/candidates.csv -m nDCG@10 --rules input_order expected "
+         "hash_mean --out metrics.csv", "three rules, the tidy table written to metrics.csv"),
+        ("tieaudit evaluate examples/candidates.csv -m nDCG@10 --score-precision round:0",
+         "what rounding the scores to integers would do"),
+    ),
+    "audit": (
+        ("tieaudit audit examples/candidates.csv --out-dir audit",
+         "which rules are row-order invariant: audit/invariance.csv, diagnostics.csv, "
+         "checklist.md"),
+    ),
+    "compare": (
+        ("tieaudit compare examples/candidates.csv examples/continuous.csv --names coarse "
+         "continuous -m nDCG@10", "coarse integer scores against continuous ones: the "
+         "order flips with the rule"),
+    ),
+    "probe": (
+        ("tieaudit probe numpy-stable -m HR@10 --out probe-numpy",
+         "the rule of a built-in adapter (numpy's stable argsort): input_order"),
+        ("tieaudit probe sklearn -m nDCG@10 --out probe-sklearn",
+         "scikit-learn's ndcg_score (the probe extra): the exact expectation"),
+    ),
+}  # fmt: skip
+
+
+def _examples_text(command: str) -> str:
+    """The examples of ``command`` as the end of its ``--help``."""
+    return "\n\nexamples:\n" + "\n".join(f"  {line}\n      {what}"
+                                          for line, what in EXAMPLES[command])  # fmt: skip
+
+
 def _parser() -> argparse.ArgumentParser:
     fmt = argparse.RawDescriptionHelpFormatter
     p = argparse.ArgumentParser(
@@ -254,6 +291,8 @@ def _parser() -> argparse.ArgumentParser:
     _column_options(cmp)
     _chunk_options(cmp)
     _probe_parser(sub, fmt)
+    for name, command in sub.choices.items():
+        command.epilog = (command.epilog or "") + _examples_text(name)
     return p
 
 
@@ -350,13 +389,21 @@ def _probe(args: argparse.Namespace) -> int:
     if not args.timeout >= 0:  # NaN too
         raise ValueError(f"--timeout {args.timeout:g}: give seconds above 0, or 0 for no limit")
     results = []
-    for metric in _probe_metrics(args.ref, args.metric):
+    metrics = _probe_metrics(args.ref, args.metric)
+    for i, metric in enumerate(metrics, 1):
         fn = load_evaluator(args.ref, metric)
-        results.append(probe(fn, metric, name=args.ref, timeout=args.timeout or None))
+        doing = f"probing {args.ref} for {metric} ({i} of {len(metrics)})"
+        results.append(probe(fn, metric, name=args.ref, timeout=args.timeout or None,
+                             progress=functools.partial(_progress, doing)))  # fmt: skip
         sys.stdout.write(summary(results[-1]))
+        sys.stdout.flush()
     write(results, args.out)
     print(f"wrote {args.out}/probe.json, probe.md", file=sys.stderr)
     return 0
+
+
+def _progress(doing: str, line: str) -> None:
+    print(f"{doing}: {line}", file=sys.stderr, flush=True)
 
 
 def _probe_metrics(ref: str, given: list[str] | None) -> list[Measure]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import io
+import logging
 import multiprocessing
 import os
 import re
@@ -101,6 +102,36 @@ def test_full_download_verifies_md5_and_sha256(
     assert not part_of(dest).exists()
     assert range_headers(server) == [None]
     assert server.requests[0].headers.get("Accept-Encoding") == "identity"
+
+
+def test_an_edited_local_file_is_re_pinned_saying_what_changed(
+    payload: bytes, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A `file:` URL is the user's own file: an edit is re-pinned, with a warning naming the old
+    and the new pin; an unchanged copy says nothing; a checksum the caller gives still holds."""
+    source = tmp_path / "mine.csv"
+    source.write_bytes(payload)
+    lock = LockFile(tmp_path / "lock.yaml")
+    download(source.as_uri(), tmp_path / "a.csv", lockfile=lock, **fast())
+    caplog.set_level("WARNING", logger="tieaudit.data.download")
+    download(source.as_uri(), tmp_path / "b.csv", lockfile=lock, **fast())
+    warned = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert not warned and lock.get(source.as_uri()).sha256 == sha256(payload)
+
+    source.write_bytes(payload + b"an edit\n")
+    download(source.as_uri(), tmp_path / "c.csv", lockfile=lock, **fast())
+    assert (tmp_path / "c.csv").read_bytes() == payload + b"an edit\n"
+    assert lock.get(source.as_uri()) == LockEntry(size=SIZE + 8, sha256=sha256(payload + b"an edit\n"))
+    [said] = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert said.startswith(f"{source.as_uri()} changed since it was pinned in {lock.path} (was "
+                           f"{SIZE} bytes, sha256 {sha256(payload)[:12]}..., now {SIZE + 8} "
+                           "bytes")  # fmt: skip
+    assert "re-pinned" in said
+
+    with pytest.raises(DownloadError, match="checksum mismatch"):
+        download(source.as_uri(), tmp_path / "d.csv", sha256=sha256(payload), lockfile=lock,
+                 **fast())  # fmt: skip
+    assert not (tmp_path / "d.csv").exists()
 
 
 def test_progress_bar_enabled_does_not_break(url: str, payload: bytes, tmp_path: Path) -> None:

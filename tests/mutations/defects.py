@@ -100,8 +100,8 @@ DEFECTS: tuple[Defect, ...] = (
     Defect(
         name="page-cell-not-escaped",
         path="src/tieaudit/outputs/page.py",
-        old='cells.append(f"<td>{html.escape(text)}</td>")',
-        new='cells.append(f"<td>{text}</td>")',
+        old="return f\"<td{_LEFT if left else ''}>{html.escape(text)}</td>\"",
+        new="return f\"<td{_LEFT if left else ''}>{text}</td>\"",
         means="a results-page table cell is written as raw HTML",
         first=("tests/test_page.py::test_table_cells_show_their_text_not_markup",),
     ),

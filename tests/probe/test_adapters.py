@@ -3,8 +3,8 @@
 An adapter whose library is missing is skipped with how to install it, except the light ones
 (the ``probe`` extra) under CI, where ``make test`` installs them: there a missing one fails. The
 torch adapters (marker ``torch``) and those that compile for a minute in every process (marker
-``jit``) run by ``make test-adapters`` only (the suite's demo run leaves the latter out of its
-evaluator table, ``tests.conftest.demo_evaluators``). The libraries no extra installs run in ``make census``, each in its own
+``jit``) run by ``make test-adapters`` only (the demo leaves the latter out of its evaluator
+table, ``paper.evaluators`` of ``config/demo.yaml``). The libraries no extra installs run in ``make census``, each in its own
 environment (:mod:`tieaudit.probe.census`).
 """
 
@@ -104,6 +104,18 @@ def test_adapter_rule(name: str, metric: str, rule: str) -> None:
     assert res.invariant == (rule in ("optimistic", "pessimistic", "expected", "docno_desc",
                                       "item_id", "mean_rank", "shared_first", "shared_last",
                                       "unknown", "shared_mean"))  # fmt: skip
+
+
+def test_the_demo_probes_every_light_adapter_but_the_jit_ones() -> None:
+    """``paper.evaluators`` of config/demo.yaml: the numpy and pandas idioms and every adapter
+    of the ``probe`` extra (which make installs), in registration order, but those that compile
+    for a minute (``make demo`` stays short; ``make test-adapters`` probes them)."""
+    from tests.conftest import demo_evaluators
+    from tieaudit.probe import adapters
+
+    light = [a.name for a in adapters() if a.extra == "probe" or a.module in ("numpy", "pandas")]
+    assert demo_evaluators() == [n for n in light if n not in JIT]
+    assert JIT and not JIT & set(demo_evaluators())
 
 
 def test_every_adapter_has_an_expectation() -> None:

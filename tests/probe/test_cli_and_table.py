@@ -284,3 +284,29 @@ def test_a_timeout_beyond_what_the_system_waits_is_accepted(timeout: str, tmp_pa
     out = tmp_path / "out"
     assert main(["probe", f"{path}:fn", "--timeout", timeout, "-o", str(out)]) == 0
     assert json.loads((out / "probe.json").read_text())["rule"] == "input_order"
+
+
+def test_probe_says_what_it_does_while_a_first_call_compiles(
+    tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A library that compiles its code on its first call (ranx: a minute or two) is no silent
+    wait: a line every so often while a call runs, naming the evaluator and the measure (and
+    none when the calls are quick: an error stays the one line on stderr)."""
+    from tieaudit.probe import calls
+
+    slow = tmp_path / "slow.py"
+    slow.write_text(
+        "import time\n"
+        "from tests.probe.evaluators import docno_desc\n"
+        "FIRST = [True]\n"
+        "def compiles(df, k):\n"
+        "    if FIRST[0]:\n"
+        "        FIRST[0] = False\n"
+        "        time.sleep(1.0)\n"
+        "    return docno_desc(df, k)\n"
+    )
+    monkeypatch.setattr(calls, "PROGRESS_EVERY", 0.2)
+    assert main(["probe", f"{slow}:compiles", "-o", str(tmp_path / "out")]) == 0
+    err = capsys.readouterr().err
+    assert (f"probing {slow}:compiles for nDCG@10 (1 of 1): still in one call on the crafted "
+            "tie cases after 0 s") in err

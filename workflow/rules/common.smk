@@ -244,7 +244,12 @@ def check_config(config):
             f"config: evaluation.seed_chunks: {ev['seed_chunks']} jobs for "
             f"{ev['n_seeds']} hash seeds (evaluation.n_seeds); at most one job a seed"
         )
-    for name in config["paper"]["evaluators"] or []:
+    evaluators = config["paper"]["evaluators"]
+    if isinstance(evaluators, str) and evaluators != "all":
+        errors.append(
+            f"config: paper.evaluators: {evaluators!r}: give `all` or a list of adapter names"
+        )
+    for name in evaluators if isinstance(evaluators, list) else []:
         if name not in adapter_names():
             errors.append(
                 f"config: paper.evaluators: no adapter {name!r}; registered: "
@@ -278,10 +283,12 @@ SCORERS = list(config["scorers"])
 # each live under results/{dataset}/{setting}/{scorer}/.
 SETTINGS = [s for s in ("sampled", "full") if s in config["evaluation"]["candidates"]]
 FULL = "full" in SETTINGS
-# The adapters of the evaluator table (probe.smk): every registered one unless the config
-# names some; none, no table.
+# The adapters of the evaluator table (probe.smk): those the config names, every registered
+# one for `all`; none (the default), no table.
 EVALUATORS = config["paper"]["evaluators"]
-EVALUATORS = adapter_names() if EVALUATORS is None else list(dict.fromkeys(EVALUATORS))
+EVALUATORS = (
+    adapter_names() if EVALUATORS in (None, "all") else list(dict.fromkeys(EVALUATORS))
+)
 # The precisions of the casting table (casting.smk); none, no table.
 CASTS = config["paper"]["score_precisions"]
 

@@ -1,5 +1,6 @@
-# Stage 7: the evaluator table: every built-in adapter of `tieaudit probe` (library evaluators
-# and numpy/pandas idioms) probed for its tie rule, with its inflation on the first dataset's
+# Stage 7: the evaluator table, when the config asks for it (paper.evaluators: adapter names, or
+# `all`; none by default): those built-in adapters of `tieaudit probe` (library evaluators and
+# numpy/pandas idioms) probed for their tie rule, with their inflation on the first dataset's
 # attribute-overlap candidates. Libraries that are not installed are listed as such (the step's
 # conda environment holds scikit-learn only; install the `probe` extra for the others).
 

@@ -84,9 +84,11 @@ __all__ = [
     "AUDIT_FILES",
 ]
 
+#: The columns of ``invariance.csv``: per rule and measure, what permuting the rows changed.
 INVARIANCE_COLUMNS = (
     "rule", "metric", "max_abs_change", "share_rows_moved", "invariant", "n_permutations",
 )  # fmt: skip
+#: The columns of ``diagnostics.csv``: one diagnostic, its key and its value a line.
 DIAGNOSTIC_COLUMNS = ("diagnostic", "key", "value")
 #: The files an audit writes (:meth:`AuditResult.files`).
 AUDIT_FILES = ("invariance.csv", "diagnostics.csv", "checklist.md")

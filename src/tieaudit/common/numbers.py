@@ -40,8 +40,11 @@ __all__ = [
     "inexact_integer", "INEXACT",
 ]  # fmt: skip
 
+#: The grammar of a finite number (a regular expression; see the module docstring).
 NUMBER = r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
+#: The grammar of an infinity: ``inf`` or ``infinity`` in any case, with an optional sign.
 INFINITY = r"[+-]?(?:[iI][nN][fF](?:[iI][nN][iI][tT][yY])?)"
+#: The grammar of an integer: an optional sign and ASCII digits.
 INTEGER = r"[+-]?[0-9]+"
 _NAN = r"[+-]?[nN][aA][nN]"
 

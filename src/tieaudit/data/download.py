@@ -23,7 +23,9 @@
 The lock file is a small YAML mapping ``URL -> {size, sha256}``. The first download of a URL records
 the size and SHA-256 of what arrived; later downloads of that URL (on this or another machine, once
 the file is committed) must reproduce them, and a mismatch names the lines of the lock file to
-delete to accept the new file. See :class:`LockFile`.
+delete to accept the new file. See :class:`LockFile`. A ``file:`` URL is a file of your own,
+yours to edit: its pin is not a check but a record, so a copy that differs from it is re-pinned,
+with a warning saying what changed (the checksums given by the caller still hold).
 
 Hashes are computed while the bytes arrive (a resumed ``.part`` is hashed once, streaming, when the
 download restarts), so no file is ever read into memory whole.
@@ -162,7 +164,7 @@ def download(
 
     expect = _Expectations.build(md5=md5, sha256=sha256, size=size, origin="given")
     lock_entry = lock.get(url) if lock is not None else None
-    if lock is not None and lock_entry is not None:
+    if lock is not None and lock_entry is not None and scheme != "file":
         expect.add(
             md5=lock_entry.md5,
             sha256=lock_entry.sha256,
@@ -248,7 +250,10 @@ def download(
             raise fail(problem)
         if lock is not None:
             try:
-                _record(lock, url, actual, fail)
+                if scheme == "file" and lock_entry is not None:
+                    _repin(lock, url, lock_entry, actual, fail)
+                else:
+                    _record(lock, url, actual, fail)
             except DownloadError:
                 part_file.remove()
                 raise
@@ -272,6 +277,24 @@ def _explain(problem: _Mismatch, lock: LockFile | None, url: str) -> str:
     if lock is not None and problem.origin == _lock_origin(lock):
         return f"{problem.text}; {lock.how_to_accept(url)}"
     return problem.text
+
+
+def _repin(lock: LockFile, url: str, pinned: LockEntry, actual: _Digest, fail: _Fail) -> None:
+    """Pin ``actual`` for the local file ``url`` in place of ``pinned``, saying what changed."""
+    mine = LockEntry(size=actual.size, sha256=actual.hexdigests["sha256"])
+    if (pinned.size in (None, mine.size) and pinned.sha256 in (None, mine.sha256)
+            and actual.hexdigests.get("md5", pinned.md5) == pinned.md5):  # fmt: skip
+        return  # the same file (as far as the pin can tell)
+    try:
+        lock.record(url, mine, replace=True)
+    except DownloadError as exc:
+        raise fail(str(exc)) from exc
+    was = ", ".join([*([f"{pinned.size} bytes"] if pinned.size is not None else []),
+                     *([f"sha256 {pinned.sha256[:12]}..."] if pinned.sha256 else []),
+                     *([f"md5 {pinned.md5}"] if pinned.md5 else [])])  # fmt: skip
+    log.warning("%s changed since it was pinned in %s (was %s, now %d bytes, sha256 %s...): "
+                "re-pinned; the steps that read it run again", url, lock.path, was, mine.size,
+                mine.sha256[:12])  # fmt: skip
 
 
 def _record(lock: LockFile, url: str, actual: _Digest, fail: _Fail) -> None:

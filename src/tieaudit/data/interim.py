@@ -92,6 +92,7 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
+#: The Arrow schema of a dataset's interim interactions table (``interactions.parquet``).
 INTERACTIONS_SCHEMA = pa.schema(
     [
         pa.field("user_id", pa.string(), nullable=False),
@@ -100,6 +101,7 @@ INTERACTIONS_SCHEMA = pa.schema(
         pa.field("timestamp", pa.int64(), nullable=False),
     ]
 )
+#: The Arrow schema of a dataset's interim item attributes (one line per item and attribute).
 ATTRIBUTES_SCHEMA = pa.schema(
     [
         pa.field("item_id", pa.string(), nullable=False),

@@ -62,6 +62,7 @@ __all__ = [
     "EXACT_RULE",
 ]
 
+#: Hash seeds of ``hash_mean`` when none are given (``n_seeds``).
 DEFAULT_SEEDS = 100
 
 

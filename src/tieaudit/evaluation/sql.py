@@ -19,17 +19,18 @@ in one pass, so engines that do not materialise a CTE read it once too.
 
 How each rule is written
 ------------------------
-An ordered rule is one ``ROW_NUMBER()`` over the row's candidates, by score descending and then
-the rule's tie order: the stored position (``input_order``; descending for
-``reversed_input``), the item id (``item_id``; descending for ``docno_desc``: ids compare as
-text, byte by byte, which is code-point order for UTF-8), the relevant items first
-(``optimistic``) or last (``pessimistic``), the larger gain first (last) among them. A measure
-of the row is then a sum or a maximum over its relevant lines, as in
-:mod:`tieaudit.ties.measures`.
+Each row's candidates are grouped by score into tie groups ``(g, t, r)``: ``g`` candidates
+above (``n_higher`` included), ``t`` members, ``r`` of them relevant. An ordered rule ranks a
+relevant line ``g + 1 + b``, where ``b`` counts the members of its group the rule puts first:
+stored before it (``input_order``; after it for ``reversed_input``), with a smaller item id
+(``item_id``; larger for ``docno_desc``: ids compare as text, byte by byte, which is code-point
+order for UTF-8), relevant with a larger gain (``optimistic``) or with a smaller one, the
+non-relevant ones included (``pessimistic``), equal gains by item id. The counts come from one
+join of the relevant lines with their groups' members, so no row is sorted. A measure of the
+row is then a sum or a maximum over its relevant lines, as in :mod:`tieaudit.ties.measures`.
 
-``expected`` groups each row's candidates by score into tie groups ``(g, t, r)`` (``g``
-candidates above, ``t`` members, ``r`` of them relevant, gains summing to ``a1`` and their
-squares to ``a2``). For nDCG, Recall and P, each member's expected discount is the mean of the
+``expected`` reads the groups alone (their gains summing to ``a1`` and their squares to
+``a2``). For nDCG, Recall and P, each member's expected discount is the mean of the
 group's places' discounts, read from prefix sums of the discount over places, so the mean is
 ``a1 * mu`` and the variance ``(a2 - a1**2 / t) * t * s2 / (t - 1)`` (a sample of the group's
 places drawn without replacement; with binary gains ``r (t - r) / (t - 1) * s2``). For HR and
@@ -59,16 +60,17 @@ from .sums import Moments, Sums
 __all__ = ["SQL_RULES", "POSITION_RULES", "Dialect", "DUCKDB", "SPARK", "sql_rules",
            "evaluation_sql", "sums_of", "sum_column"]  # fmt: skip
 
-#: The rule kinds written in SQL, with each ordered one's tie order (``ORDER BY`` after the score).
-_ORDERS = {
-    "input_order": "pos ASC",
-    "reversed_input": "pos DESC",
-    "optimistic": "label DESC, item_id ASC",
-    "pessimistic": "label ASC, item_id ASC",
-    "item_id": "item_id ASC",
-    "docno_desc": "item_id DESC",
+#: The ordered rule kinds written in SQL: when a tie-group member ``m`` comes before the relevant
+#: line ``x``.
+_BEFORE = {
+    "input_order": "m.pos < x.pos",
+    "reversed_input": "m.pos > x.pos",
+    "optimistic": "m.label > x.label OR (m.label = x.label AND m.item_id < x.item_id)",
+    "pessimistic": "m.label < x.label OR (m.label = x.label AND m.item_id < x.item_id)",
+    "item_id": "m.item_id < x.item_id",
+    "docno_desc": "m.item_id > x.item_id",
 }
-SQL_RULES = (*_ORDERS, "expected")
+SQL_RULES = (*_BEFORE, "expected")
 #: The rules that read the stored order (a ``pos`` column).
 POSITION_RULES = ("input_order", "reversed_input")
 
@@ -128,7 +130,7 @@ class _Query:
         self.kinds = {r.kind for r in rules}
         if "expected" in self.kinds:  # its bounds are the optimistic and pessimistic means
             self.kinds |= {"optimistic", "pessimistic"}
-        self.ordered = [k for k in _ORDERS if k in self.kinds]
+        self.ordered = [k for k in _BEFORE if k in self.kinds]
         self.ndcg = any(m.name == "nDCG" for m in measures)
 
     def cap(self, k: int) -> int:
@@ -136,7 +138,6 @@ class _Query:
         return min(k, self.longest)
 
     def build(self) -> str:
-        higher = "n_higher" if self.n_higher else "0"
         nrel = "MAX(n_relevant)" if self.n_relevant else "SUM(CASE WHEN label > 0 THEN 1 ELSE 0 END)"
         self.ctes.append(("rows_", f"SELECT row, {nrel} AS n_rel FROM cand GROUP BY row"))
         self._prefix_table()
@@ -145,11 +146,9 @@ class _Query:
             self._ideal()
             joins.append("LEFT JOIN ideal_ ON ideal_.row = rows_.row")
         cols: list[str] = []
+        self._groups()
         if self.ordered:
-            ranks = ",\n    ".join(
-                f"{higher} + ROW_NUMBER() OVER (PARTITION BY row ORDER BY score DESC, "
-                f"{_ORDERS[k]}) AS rk_{k}" for k in self.ordered)  # fmt: skip
-            self.ctes.append(("ranked", f"SELECT row, label,\n    {ranks}\n  FROM cand"))
+            self._ranks()
             cols += self._ordered_columns()
             joins.append("LEFT JOIN ord ON ord.row = rows_.row")
         if "expected" in self.kinds:
@@ -219,18 +218,37 @@ class _Query:
         return cols
 
     # --- expected -----------------------------------------------------------------------------
-    def _expected_columns(self, joins: list[str]) -> list[str]:
+    def _groups(self) -> None:
+        """``grp``: each row's tie groups, ``g`` candidates above (``n_higher`` too), ``t``
+        members, ``r`` of them relevant, their gains summing to ``a1`` and squares to ``a2``."""
         higher = "MAX(n_higher)" if self.n_higher else "0"
         self.ctes.append(("grp", (
-            "SELECT row, score, COUNT(*) AS t, SUM(CASE WHEN label > 0 THEN 1 ELSE 0 END) AS r,\n"
-            f"    SUM(label) AS a1, SUM(label * label) AS a2, {higher} AS nh\n"
-            "  FROM cand GROUP BY row, score")))  # fmt: skip
+            "SELECT row, score, t, r, a1, a2, nh + COALESCE(SUM(t) OVER (PARTITION BY row ORDER "
+            "BY score DESC ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS g\n"
+            "  FROM (SELECT row, score, COUNT(*) AS t, SUM(CASE WHEN label > 0 THEN 1 ELSE 0 END) "
+            f"AS r,\n    SUM(label) AS a1, SUM(label * label) AS a2, {higher} AS nh\n"
+            "  FROM cand GROUP BY row, score) grp_")))  # fmt: skip
+
+    def _ranks(self) -> None:
+        """``ranked``: each relevant line's rank under each ordered rule, ``g + 1 + b`` with
+        ``b`` the members of its tie group the rule puts first (counted in one join of the
+        relevant lines with their groups' members: no sort of the rows)."""
+        pos = ", x.pos" if any(k in self.ordered for k in ("input_order", "reversed_input")) else ""
+        counts = ",\n    ".join(f"SUM(CASE WHEN {_BEFORE[k]} THEN 1 ELSE 0 END) AS b_{k}"
+                                  for k in self.ordered)  # fmt: skip
+        self.ctes.append(("tied_", (
+            f"SELECT x.row, x.score, x.label,\n    {counts}\n  FROM (SELECT * FROM cand WHERE "
+            "label > 0) x JOIN cand m ON m.row = x.row AND m.score = x.score\n"
+            f"  GROUP BY x.row, x.score, x.label, x.item_id{pos}")))  # fmt: skip
+        ranks = ", ".join(f"grp.g + 1 + b_{k} AS rk_{k}" for k in self.ordered)
+        self.ctes.append(("ranked", f"SELECT tied_.row, tied_.label, {ranks}\n  FROM tied_ JOIN "
+                          "grp ON grp.row = tied_.row AND grp.score = tied_.score"))  # fmt: skip
+
+    def _expected_columns(self, joins: list[str]) -> list[str]:
         ks = sorted({self.cap(m.k) for m in self.measures})
         bounds = ", ".join(f"LEAST(g, {k}) AS lo_{k}, LEAST(g + t, {k}) AS hi_{k}" for k in ks)
-        self.ctes.append(("rg", (
-            f"SELECT row, score, t, r, a1, a2, g, {bounds}\n  FROM (SELECT row, score, t, r, a1, "
-            "a2, nh + COALESCE(SUM(t) OVER (PARTITION BY row ORDER BY score DESC ROWS BETWEEN "
-            "UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS g FROM grp) tg_\n  WHERE r > 0")))
+        self.ctes.append(("rg", f"SELECT row, score, t, r, a1, a2, g, {bounds}\n  FROM grp "
+                          "WHERE r > 0"))  # fmt: skip
         prefixed = sorted({self.cap(m.k) for m in self.measures if m.name in ("nDCG", "MRR")})
         pjoin = " ".join(f"LEFT JOIN pre lo{k}_ ON lo{k}_.p = lo_{k} "
                          f"LEFT JOIN pre hi{k}_ ON hi{k}_.p = hi_{k}" for k in prefixed)  # fmt: skip

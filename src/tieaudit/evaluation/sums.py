@@ -64,6 +64,8 @@ class RowResults(Protocol):
 
 __all__ = ["Moments", "Sums", "SUMMARY_COLUMNS", "EXACT_RULE"]
 
+#: The columns of :meth:`Evaluation.summary`, in order: the value and its spread per rule and
+#: measure.
 SUMMARY_COLUMNS = ("rule", "metric", "value", "sd", "min", "max", "se", "n_rows", "n_seeds", "z")
 #: The exact distribution the seed means are compared with (``z``) and the audit reports.
 EXACT_RULE = TieRule("expected")

@@ -29,8 +29,9 @@ from pathlib import Path
 
 __all__ = ["PACKAGE", "PACKAGE_DIR", "import_graph", "library_files", "third_party_imports"]
 
-#: The package whose modules are followed, and its folder (the one holding its __init__.py).
+#: The package whose modules are followed.
 PACKAGE = "tieaudit"
+#: The folder of :data:`PACKAGE` (the one holding its ``__init__.py``).
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
 
 

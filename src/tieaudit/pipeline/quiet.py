@@ -7,8 +7,12 @@ thousand lines before the few that matter. :func:`run` keeps all of it in a log 
 * a progress line: jobs done out of the total, and the time elapsed (rewritten in place on a
   terminal; elsewhere one line per tenth of the jobs),
 * every warning and every error in full (the block Snakemake prints for it, and the last lines
-  of the failed job's own log), and
-* on failure, where the whole log is.
+  of the failed job's own log),
+* at the end, the warnings the steps wrote into their own logs (``WARNING`` lines: a dataset
+  with fewer users than rows asked, an attribute field that gives nothing, an input re-pinned),
+  each with its log, and
+* on failure, first what the failed job said (the last line of its error, e.g. ``ValueError:
+  ...``, with its log), then Snakemake's account of it, then where the whole log is.
 
 :class:`LogFilter` does the sorting, one line at a time, so it can be checked on a recorded log.
 
@@ -25,7 +29,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-__all__ = ["LogFilter", "run", "main"]
+__all__ = ["LogFilter", "main", "raised", "run", "step_warnings"]
 
 _PROGRESS = re.compile(r"^(\d+) of (\d+) steps \(\d+%\) done$")
 _TOTAL = re.compile(r"^total\s+(\d+)$")
@@ -40,18 +44,32 @@ _ALERT_ANYWHERE = re.compile(r"\b\w*(?:Error|Exception|Warning):")
 # a line that starts the next block: a job's time stamp, or a progress line
 _STAMP = re.compile(r"^\[\w{3} \w{3} [ \d]\d \d\d:\d\d:\d\d \d{4}\]$")
 _JOB_LOG = re.compile(r"^\s+log: (.+?) \(check log file\(s\) for error details\)$")
+# the log files of a job Snakemake starts (its block's ``log:`` line)
+_STEP_LOG = re.compile(r"^    log: (.+?)(?: \(check log file\(s\) for error details\))?$")
+# Snakemake showing a failed job's log whole (then its last lines are not shown again)
+_LOG_SHOWN = re.compile(r"^Logfile (.+):$")
+# a line that reports a failure (not a warning)
+_FAILURE = re.compile(r"^(?:\w*(?:Error|Exception)\b|Error in rule |Traceback )")
+# a warning a step logged (tieaudit.pipeline.workflow.start: "<date> <time> WARNING <name>: ...")
+_STEP_WARNING = re.compile(r"^\d{4}-\d\d-\d\d [\d:,]+ WARNING [\w.]+: (.+)$")
+# the line of a traceback that says what went wrong, e.g. ``ValueError: ...``
+_RAISED = re.compile(r"^(?:[\w.]+\.)?\w*(?:Error|Exception|Exit)\b(?::.*)?$")
 TAIL = 20  # lines of a failed job's own log shown with its error
+MAX_WARNINGS = 20  # step warnings listed at the end (then how many more)
 
 
 class LogFilter:
     """Sort Snakemake's output, a line at a time: :meth:`feed` returns the lines to show now
     (warnings and errors in full); :attr:`done`, :attr:`total` and :attr:`job_logs` (the log files
-    of failed jobs) say where the run is."""
+    of failed jobs) and :attr:`step_logs` (those of every job started) say where the run is."""
 
     def __init__(self) -> None:
         self.done = 0
         self.total = 0
         self.job_logs: list[str] = []
+        self.shown_logs: set[str] = set()  # job logs Snakemake printed whole
+        self.step_logs: list[str] = []
+        self.failing = False  # a block reporting a failure has begun
         self._in_alert = False
 
     def feed(self, line: str) -> list[str]:
@@ -66,10 +84,15 @@ class LogFilter:
         if not text or _STAMP.match(text):
             self._in_alert = False
             return []
+        if m := _STEP_LOG.match(line):
+            self.step_logs.extend(p for p in m.group(1).split(", ") if p not in self.step_logs)
         if _ALERT.match(text) or _ALERT_ANYWHERE.search(text):
             self._in_alert = True
+        self.failing = self.failing or (self._in_alert and bool(_FAILURE.match(text)))
         if not self._in_alert:
             return []
+        if m := _LOG_SHOWN.match(text):
+            self.shown_logs.add(m.group(1))
         if (m := _JOB_LOG.match(line)) and m.group(1) not in self.job_logs:
             self.job_logs.extend(p for p in m.group(1).split(", ") if p not in self.job_logs)
         return [line]
@@ -86,12 +109,30 @@ def _clock(seconds: float) -> str:
     return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
 
 
-def _tail(path: Path, n: int = TAIL) -> list[str]:
+def step_warnings(logs: Sequence[str]) -> list[str]:
+    """``log: message`` for every ``WARNING`` line the steps wrote into ``logs``, in order."""
+    out = []
+    for path in logs:
+        for line in _tail(Path(path), None):
+            if m := _STEP_WARNING.match(line):
+                out.append(f"{path}: {m.group(1)}")
+    return out
+
+
+def raised(path: Path) -> str | None:
+    """What a failed job's log says went wrong: the last line naming an error (a traceback's
+    ``ValueError: ...``), else its last line."""
+    lines = [line.strip() for line in _tail(path, None) if line.strip()]
+    return next((line for line in reversed(lines) if _RAISED.match(line)),
+                lines[-1] if lines else None)  # fmt: skip
+
+
+def _tail(path: Path, n: int | None = TAIL) -> list[str]:
     try:
         lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
         return []
-    return lines[-n:]
+    return lines if n is None else lines[-n:]
 
 
 def run(
@@ -111,6 +152,7 @@ def run(
     log.parent.mkdir(parents=True, exist_ok=True)
     filt, start, shown_tenth = LogFilter(), clock(), -1
     pending = ""  # a progress line written in place, to be ended before anything else
+    held: list[str] = []  # a failure's blocks, shown after what the failed job said
     with open(log, "w", encoding="utf-8") as handle:
         proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 text=True, errors="replace", bufsize=1)  # fmt: skip
@@ -120,7 +162,9 @@ def run(
             handle.flush()
             before = filt.done
             shown = filt.feed(line)
-            if shown:
+            if shown and filt.failing:
+                held += shown
+            elif shown:
                 write(pending and "\n")
                 pending = ""
                 write("".join(s + "\n" for s in shown))
@@ -136,11 +180,23 @@ def run(
         status = proc.wait()
     write(pending and "\n")
     elapsed = _clock(clock() - start)
+    if status != 0:
+        for job_log in filt.job_logs:
+            said = raised(Path(job_log))
+            if said:
+                write(f"{label}: failed: {said}  ({job_log})\n")
+    write("".join(s + "\n" for s in held))
+    warned = step_warnings(filt.step_logs)
+    if warned:
+        write(f"{label}: {len(warned)} warning(s) in the steps' logs:\n")
+        more = len(warned) - MAX_WARNINGS
+        write("".join(f"  {w}\n" for w in warned[:MAX_WARNINGS])
+              + (f"  ... and {more} more\n" if more > 0 else ""))  # fmt: skip
     if status == 0:
         jobs = f" ({filt.done}/{filt.total} jobs)" if filt.total else ""
         write(f"{label}: done{jobs} in {elapsed}; whole log: {log}\n")
         return 0
-    for job_log in filt.job_logs:
+    for job_log in (j for j in filt.job_logs if j not in filt.shown_logs):
         lines = _tail(Path(job_log))
         if lines:
             write(f"--- last lines of {job_log} ---\n" + "".join(s + "\n" for s in lines))

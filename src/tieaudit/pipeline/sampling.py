@@ -69,6 +69,7 @@ __all__ = [
     "CANDIDATE_COLUMNS",
 ]
 
+#: The columns of a candidates table the sampling writes, before the scores are added.
 CANDIDATE_COLUMNS = ("row", "user_id", "item_id", "label")
 PositivePosition = Literal["first", "last", "random"]
 

@@ -34,6 +34,7 @@ import pandas as pd
 
 __all__ = ["Split", "leave_last_out", "item_popularity", "SPLIT_VALUES"]
 
+#: The parts of a leave-last-out split, in order.
 SPLIT_VALUES = ("train", "valid", "test")
 _REQUIRED = ("user_id", "item_id")
 

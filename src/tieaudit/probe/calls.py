@@ -14,6 +14,9 @@ SIGINT and SIGTERM) and raises :class:`ProbeError`; so does a child that dies. T
 back pickled, bit for bit. With ``timeout=None`` (or where there is no fork: Windows) the calls
 run in this process, without a limit. A ``timeout`` longer than one wait of the operating
 system (about 24 days; ``inf`` too) is waited in several: the calls still run in the child.
+Given ``progress`` (a function taking one line), a call that runs longer than
+:data:`PROGRESS_EVERY` seconds is reported every so often, so a library that compiles its code
+on its first call (ranx) is not a silent minute.
 Whatever the evaluator raises, ``SystemExit`` and other ``BaseException`` included, becomes one
 :class:`ProbeError` naming it: a :class:`Refused`, as does a result that is not one number a
 row, after which the evaluator may be called again (a time limit or a process ended is none).
@@ -34,7 +37,7 @@ import pandas as pd
 from ..tables.candidates import REQUIRED_COLUMNS, CandidateTable
 
 __all__ = [
-    "DEFAULT_TIMEOUT", "Caller", "Evaluator", "ProbeError", "Refused", "call_evaluator", "one_line",
+    "DEFAULT_TIMEOUT", "PROGRESS_EVERY", "Caller", "Evaluator", "ProbeError", "Refused", "call_evaluator", "one_line",
     "raised",
 ]  # fmt: skip
 
@@ -44,6 +47,9 @@ log = logging.getLogger(__name__)
 #: of the probe's size, and for a library's first call that compiles its code (ranx's numba
 #: functions take over a minute on a busy two-core machine).
 DEFAULT_TIMEOUT = 600.0
+#: Seconds between two lines of progress while one call of the evaluator runs (``Caller``'s
+#: ``progress``).
+PROGRESS_EVERY = 15.0
 #: The longest one wait for the child's answer (``poll`` takes at most 2**31 - 1 ms): a longer
 #: timeout is waited in several.
 _MAX_WAIT = 2_000_000.0
@@ -180,10 +186,11 @@ class Caller:
     """The calls of one probe (see the module docstring); use as a context manager, which
     stops the child on leaving."""
 
-    def __init__(self, fn: Evaluator, name: str, timeout: float | None = DEFAULT_TIMEOUT) -> None:
+    def __init__(self, fn: Evaluator, name: str, timeout: float | None = DEFAULT_TIMEOUT,
+                 progress: Callable[[str], None] | None = None) -> None:  # fmt: skip
         if timeout is not None and not timeout > 0:
             raise ValueError(f"the timeout must be a number of seconds above 0, got {timeout}")
-        self.fn, self.name, self.timeout = fn, name, timeout
+        self.fn, self.name, self.timeout, self.progress = fn, name, timeout, progress
         self._proc: Any = None
         self._conn: Any = None
 
@@ -215,15 +222,22 @@ class Caller:
         self._conn.close()
         self._proc = self._conn = None
 
-    def _wait(self, timeout: float) -> bool:
-        """Whether the child answers within ``timeout`` seconds (any length, ``inf`` too)."""
-        deadline = time.monotonic() + timeout
+    def _wait(self, timeout: float, where: str) -> bool:
+        """Whether the child answers within ``timeout`` seconds (any length, ``inf`` too); a
+        line to ``progress`` every :data:`PROGRESS_EVERY` seconds of waiting."""
+        start = time.monotonic()
+        deadline = start + timeout
+        step = _MAX_WAIT if self.progress is None else min(PROGRESS_EVERY, _MAX_WAIT)
         while True:
             left = deadline - time.monotonic()
-            if self._conn.poll(max(0.0, min(left, _MAX_WAIT))):
+            if self._conn.poll(max(0.0, min(left, step))):
                 return True
-            if left <= _MAX_WAIT:
+            if left <= step:
                 return False
+            if self.progress is not None:
+                self.progress(f"still in one call{where} after "
+                              f"{time.monotonic() - start:.0f} s (a library that compiles its "
+                              "code on its first call takes a minute or two)")  # fmt: skip
 
     def __call__(self, table: CandidateTable, k: int, where: str, tag: str = "",
                  nan: bool = False) -> np.ndarray:  # fmt: skip
@@ -236,7 +250,7 @@ class Caller:
         on = f" on the {where}"
         try:
             self._conn.send((table, k, where, tag, nan))
-            ready = self._wait(self.timeout)
+            ready = self._wait(self.timeout, on)
             if ready:
                 status, payload = self._conn.recv()
         except (EOFError, BrokenPipeError, ConnectionResetError):

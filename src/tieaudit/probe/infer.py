@@ -48,6 +48,7 @@ exact expectation, with the ``optimistic`` and ``pessimistic`` bounds.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -92,7 +93,10 @@ TOLERANCE = 1e-9
 #: The tolerance tried when nothing matches within :data:`TOLERANCE`: an evaluator computing in
 #: single precision (float32, e.g. torchmetrics) is identified up to it, and the evidence says so.
 SINGLE_PRECISION = 1e-6
+#: The rule named when the values change between runs, or with the stored order in a way no rule
+#: explains.
 UNSTABLE = "unstable"
+#: The rule named when no rule or behaviour gives the values (the evidence says why).
 UNKNOWN = "unknown"
 RUNS = 2  # runs of the evaluator on every table
 #: ``extra["reads_one_relevant"]`` of an evaluator that refuses rows with several relevant items.
@@ -527,6 +531,7 @@ def probe(
     inflation_table: CandidateTable | pd.DataFrame | str | None = None,
     timeout: float | None = DEFAULT_TIMEOUT,
     casting: bool = True,
+    progress: Callable[[str], None] | None = None,
 ) -> ProbeResult:
     """Probe ``fn`` (see the module docstring); ``metric`` is the measure it computes.
 
@@ -539,12 +544,15 @@ def probe(
     row. ``casting``: also look for a cast or rounding of the scores when a rule or behaviour
     is named (:mod:`tieaudit.probe.casting`; one more call, ``extra["score_casting"]``: the
     perturbed values are read against the order named, so nothing is said without one).
+    ``progress``: a function taking one line, told every
+    :data:`~tieaudit.probe.calls.PROGRESS_EVERY` seconds that one call is still running (with a
+    ``timeout`` only: the call runs in a child process).
     """
     measure = parse_measure(metric)
     rules = candidate_rules(measure)
     table = standard_table() if inflation_table is None else as_table(inflation_table)
     names = [str(r) for r in rules]
-    with Caller(fn, name, timeout) as call:
+    with Caller(fn, name, timeout, progress) as call:
         obs, lays = _observe(call, measure, rules)
         values = call(table, measure.k, table.source)
         found = _verdict(obs, lays, names, measure)

@@ -12,6 +12,7 @@ relevant item a row, or the evidence for ``unstable``/``unknown``).
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Sequence
 
@@ -26,6 +27,7 @@ from .report import reads_one
 
 __all__ = ["EVALUATOR_COLUMNS", "evaluator_table"]
 
+#: The columns of ``evaluators.csv``: per adapter and measure, its rule, invariance and inflation.
 EVALUATOR_COLUMNS = (
     "adapter", "library", "version", "call", "metric", "rule", "invariant", "mean", "expected",
     "pessimistic", "optimistic", "inflation", "note",
@@ -66,7 +68,8 @@ def _row(
 ) -> dict[str, object]:  # fmt: skip
     try:
         res = probe(adapter.evaluator(measure), measure, name=adapter.name,
-                    inflation_table=table, timeout=timeout, casting=casting)  # fmt: skip
+                    inflation_table=table, timeout=timeout, casting=casting,
+                    progress=functools.partial(log.info, "%s, %s: %s", adapter.name, measure))  # fmt: skip
     except (AdapterError, ProbeError) as exc:
         rec.update(rule="error", invariant="", note=str(exc))
         return rec

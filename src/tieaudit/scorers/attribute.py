@@ -86,6 +86,8 @@ from tieaudit.pipeline.split import item_popularity
 
 __all__ = ["AttributeOverlapScorer", "ResidualizedAttributeScorer", "WEIGHTS"]
 
+#: The values of the option ``weight``: an attribute weighted by the ratings of the history
+#: items that have it, by their count, or 1 if any has it (see the module docstring).
 WEIGHTS = ("rating", "binary", "count")
 _CHUNK = 1_000_000  # pairs per scoring chunk (memory bound only; results do not depend on it)
 

@@ -16,8 +16,10 @@ from tieaudit.sources.base import COMMON_OPTIONS, available_sources, get_source
 
 __all__ = ["BEGIN", "END", "reference", "update"]
 
+#: The comment that opens the sources' reference in ``config/README.md``.
 BEGIN = ("<!-- sources: written by `python -m tieaudit.sources config/README.md` from the "
          "registry; edit the source modules, not this -->")
+#: The comment that closes it.
 END = "<!-- sources: end -->"
 
 

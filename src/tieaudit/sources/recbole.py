@@ -270,6 +270,7 @@ def generate_recbole(
     return paths
 
 
+#: The ``recbole`` source, registered: its files, options and reader.
 SOURCE = register(DatasetSource(
     name="recbole",
     description="RecBole atomic files: interactions and item token fields as attributes",

@@ -40,6 +40,8 @@ __all__ = [
     "is_count_column", "check_unique_columns", "FORMAT", "COLUMN_PARTS",
 ]  # fmt: skip
 
+#: The parts every candidates table has, under the format's names (the row may be the user's:
+#: :class:`Columns`).
 REQUIRED_COLUMNS = ("row", "user_id", "item_id", "label", "score")
 #: Optional per-row counts (see :mod:`tieaudit.tables.candidates`).
 COUNT_COLUMNS = ("n_relevant", "n_higher", "n_lower")

@@ -54,6 +54,7 @@ def _split(name: str) -> FileKey:
                    required=False)
 
 
+#: The ``amazon2023`` source, registered: its files, options and reader.
 SOURCE = register(DatasetSource(
     name="amazon2023",
     description="Amazon Reviews 2023, one category: the benchmark split or the raw reviews; "

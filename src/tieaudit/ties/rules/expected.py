@@ -181,4 +181,5 @@ class Expected(FromGroups):
         return values, variances
 
 
+#: The ``expected`` kind, registered: the exact mean over uniformly random tie orders.
 EXPECTED = register(Expected())

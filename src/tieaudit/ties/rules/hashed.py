@@ -249,5 +249,7 @@ class HashMean(RuleKind):
         return HASH.summary_before(ties, seeds)
 
 
+#: The ``hash:SEED`` kind, registered: ties broken by a stable hash of the item id and seed.
 HASH = register(Hash())
+#: The ``hash_mean`` kind, registered: the mean of ``hash:SEED`` over the seeds asked for.
 HASH_MEAN = register(HashMean())

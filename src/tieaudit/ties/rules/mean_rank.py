@@ -96,4 +96,5 @@ class MeanRank(AtRank):
         return mean_rank(ties)
 
 
+#: The ``mean_rank`` kind, registered: a tied item at its group's mean rank.
 MEAN_RANK = register(MeanRank())

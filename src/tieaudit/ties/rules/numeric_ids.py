@@ -99,5 +99,8 @@ class ItemIdNumericDesc(_ByNumber):
     descending = True
 
 
+#: The ``item_id_numeric`` kind, registered: ties broken by the item id as a number, smallest
+#: first.
 ITEM_ID_NUMERIC = register(ItemIdNumeric())
+#: The ``item_id_numeric_desc`` kind, registered: the same, largest first.
 ITEM_ID_NUMERIC_DESC = register(ItemIdNumericDesc())

@@ -199,4 +199,5 @@ def _total(table: CandidateTable) -> int:
     return table.lines_total if table.lines_total is not None else table.n_candidates
 
 
+#: The ``random:SEED`` kind, registered: a seeded uniform permutation of the stored lines.
 RANDOM = register(Random())

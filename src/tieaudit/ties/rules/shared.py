@@ -80,6 +80,9 @@ class SharedMean(_Shared):
         return ties.g + (ties.t + 1) / 2.0
 
 
+#: The ``shared_first`` kind, registered: every tied relevant item at its group's first place.
 SHARED_FIRST = register(SharedFirst())
+#: The ``shared_last`` kind, registered: every tied relevant item at its group's last place.
 SHARED_LAST = register(SharedLast())
+#: The ``shared_mean`` kind, registered: every tied relevant item at its group's mean place.
 SHARED_MEAN = register(SharedMean())
