@@ -214,18 +214,18 @@ def test_unread_csv_columns_are_never_typed(tmp_path) -> None:
 
 
 def test_an_error_in_a_file_of_a_folder_names_the_file_and_its_line(tmp_path) -> None:
-    """Was: 'e: record 4: label must be 0 or 1' (a record of the folder)."""
+    """Was: 'e: record 4: label must be ...' (a record of the folder)."""
     frame = tie_frame(6)
     d = tmp_path / "e"
     d.mkdir()
     frame.iloc[:10].to_csv(d / "a.csv", index=False)
     bad = frame.iloc[10:].copy()
-    bad.iloc[3, bad.columns.get_loc("label")] = 7
+    bad.iloc[3, bad.columns.get_loc("label")] = -7
     (d / "b.csv").write_text("\n" + bad.to_csv(index=False).replace("\n", "\n\n", 1))
     for options in ({}, {"chunk_rows": 2}):
-        with pytest.raises(CandidateError, match=rf"^{d / 'b.csv'}: line 7: label must be 0 or 1"):
+        with pytest.raises(CandidateError, match=rf"^{d / 'b.csv'}: line 7: label must be a number >= 0"):
             evaluate_stream(d, MEASURES, ["expected"], **options)
-    with pytest.raises(CandidateError, match=rf"^{d / 'b.csv'}: line 7: label must be 0 or 1"):
+    with pytest.raises(CandidateError, match=rf"^{d / 'b.csv'}: line 7: label must be a number >= 0"):
         evaluate(d, MEASURES, ["expected"])
     # a row that comes back in a later file: that file and its line
     pd.concat([frame.iloc[10:], frame.iloc[:1]]).to_csv(d / "b.csv", index=False)

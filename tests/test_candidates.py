@@ -213,13 +213,13 @@ def test_from_frame_errors_name_records() -> None:
 
 def test_from_arrow_line_numbering_options() -> None:
     table = pa.table({"row": ["r", "r", "r"], "user_id": ["u", "u", "u"],
-                      "item_id": ["a", "b", "c"], "label": [1, 0, 2], "score": [1.0, 0.0, 0.0]})  # fmt: skip
+                      "item_id": ["a", "b", "c"], "label": [1, 0, -2], "score": [1.0, 0.0, 0.0]})  # fmt: skip
     for csv_lines, where in [
         (False, "record 3"),
         (True, "line 4"),
         (lambda p: [40 + int(x) for x in p], "line 42"),
     ]:
-        with pytest.raises(CandidateError, match=rf"^t\.csv: {where}: label must be 0 or 1"):
+        with pytest.raises(CandidateError, match=rf"^t\.csv: {where}: label must be a number >= 0"):
             CandidateTable.from_arrow(table, source="t.csv", csv_lines=csv_lines)
 
 
@@ -247,9 +247,10 @@ BAD = [
     ("score_hex", HEADER + "r,u,a,1,0x1\n", [2], "score '0x1' is not a number"),
     ("n_higher_1_0", HEADER.replace("\n", ",n_higher\n") + "r,u,a,1,1,1_0\n", [2],
      "n_higher '1_0' is not a number"),
-    ("label_2", HEADER + "r,u,a,1,1\nr,u,b,2,0\nr,u,c,0,0\n", [3], "label must be 0 or 1"),
-    ("label_neg", HEADER + "r,u,a,1,1\nr,u,b,-1,0\n", [3], "label must be 0 or 1"),
-    ("label_half", HEADER + "r,u,a,1,1\nr,u,b,0.5,0\n", [3], "label must be 0 or 1"),
+    ("label_neg", HEADER + "r,u,a,1,1\nr,u,b,-1,0\n", [3], "label must be a number >= 0"),
+    ("label_neg_half", HEADER + "r,u,a,1,1\nr,u,b,-0.5,0\n", [3], "label must be a number >= 0"),
+    ("label_inf", HEADER + "r,u,a,1,1\nr,u,b,inf,0\n", [3], "label must be a number >= 0"),
+    ("label_yes", HEADER + "r,u,a,1,1\nr,u,b,yes,0\n", [3], "label 'yes' is not a number"),
     ("label_x", HEADER + "r,u,a,1,1\nr,u,b,x,0\n", [3], "label 'x' is not a number"),
     ("label_empty", HEADER + "r,u,a,1,1\nr,u,b,,0\n", [3], "missing label"),
     (
@@ -337,8 +338,14 @@ def test_empty_gz_names_file(tmp_path: Path) -> None:
 
 
 def test_from_frame_missing_columns() -> None:
-    with pytest.raises(CandidateError, match=r"^x: missing column\(s\) row, score"):
+    """A missing column names the columns found and the keyword that maps it (the row is not
+    missing: without one each user is one row)."""
+    with pytest.raises(CandidateError, match=r"^x: missing column\(s\) score; the columns found "
+                       r"are: user_id, item_id, label\. .* with score_col="):
         CandidateTable.from_frame(pd.DataFrame({"user_id": [], "item_id": [], "label": []}), "x")
+    with pytest.raises(CandidateError, match=r"^x: missing column\(s\) row; .*row_col="):
+        CandidateTable.from_frame(pd.DataFrame({"user_id": [], "item_id": [], "label": [],
+                                                "score": []}), "x", row_col="row")  # fmt: skip
 
 
 # ----------------------------------------------------------------------------- regressions

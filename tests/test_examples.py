@@ -118,3 +118,19 @@ def test_the_guide_s_bad_input_example_is_current(capsys: pytest.CaptureFixture[
     monkeypatch.chdir(tmp_path)
     assert main(["evaluate", "bad.csv"]) == 2
     assert capsys.readouterr().err.splitlines() == _readme_block("tieaudit evaluate bad.csv")
+
+
+def test_the_guide_s_column_names_example_is_current(capsys: pytest.CaptureFixture[str],
+                                                     tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """docs/guide/command-line.md's table with its own column names: the error naming the
+    columns found and the options, then the table read with them."""
+    (tmp_path / "scores.tsv").write_text("user\titem\tscore\tlabel\nu1\ti1\t0.5\tTrue\n"
+                                         "u1\ti2\t0.5\tFalse\n")  # fmt: skip
+    monkeypatch.chdir(tmp_path)
+    assert main(["evaluate", "scores.tsv"]) == 2
+    assert capsys.readouterr().err.splitlines() == _readme_block("tieaudit evaluate scores.tsv")
+    args = "evaluate scores.tsv --user-col user --item-col item -m nDCG@10 -r expected"
+    assert main(args.split()) == 0
+    out = [line.rstrip() for line in capsys.readouterr().out.splitlines()]
+    assert out == _readme_block(f"tieaudit {args}")

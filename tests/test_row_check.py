@@ -27,6 +27,7 @@ from tieaudit.evaluation import stream as stream_module
 from tieaudit.evaluation.stream import evaluate_stream
 from tieaudit.tables import _runs
 from tieaudit.tables.candidates import CandidateError
+from tieaudit.tables.columns import Columns
 from tieaudit.tables.inputs import RowCheck, RowChunks, RowKeys, open_source
 from tests.conftest import examples
 
@@ -431,3 +432,21 @@ def test_the_files_are_removed_on_keyboard_interrupt(tmp_path, temp_folder, smal
     with pytest.raises(KeyboardInterrupt):
         evaluate_stream(path, ["HR@1"], ["expected"], **options)
     assert len(calls) == stop and not list(temp_folder.iterdir())
+
+
+@pytest.mark.parametrize("where", ["first run", "in memory"])
+def test_a_user_back_from_a_spilled_run_is_named_as_a_user(temp_folder, spills, where) -> None:
+    """A table without a row column (each user one row) under its own names: a user coming back
+    after its keys were spilled is named as the user, as by the check holding every key."""
+    back = {"first run": 7, "in memory": 595}[where]
+    users = [f"u{i}" for i in [*range(600), back, 600]]
+    table = pa.table({"who": users, "what": ["i"] * len(users), "label": [1] * len(users),
+                      "score": [1.0] * len(users)})  # fmt: skip
+    source = open_source(table, Columns.of(user_col="who", item_col="what"))
+    kept, spilled = messages(source, [10], 4000)
+    assert kept is not None and kept.startswith(
+        f"<table>: record 601: user 'u{back}' comes back after other users (each user is one "
+        "row: the table has no row column)")  # fmt: skip
+    assert "sort the lines by who" in kept
+    assert spilled == kept
+    assert len(spills) >= 5 and not list(temp_folder.iterdir())

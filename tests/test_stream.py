@@ -186,7 +186,7 @@ def test_a_whole_table_rule_takes_each_chunks_place(tmp_path) -> None:
 
 def test_errors_name_records_of_the_whole_file(tmp_path) -> None:
     frame = tie_frame()
-    frame.loc[len(frame) - 1, "label"] = 7
+    frame.loc[len(frame) - 1, "label"] = -7
     path = tmp_path / "c.csv"
     frame.to_csv(path, index=False)
     with pytest.raises(CandidateError, match=rf"c.csv: line {len(frame) + 1}: label must be"):

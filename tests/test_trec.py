@@ -209,9 +209,10 @@ def test_missing_file(tmp_path) -> None:
 
 
 def trec_eval_reference(run: list[tuple], qrels: dict[tuple[str, str], int]) -> dict:
-    """trec_eval's P_k, recall_k, ndcg_cut_k and recip_rank (binary qrels) in plain Python,
-    following m_P.c, m_recall.c, m_ndcg_cut.c and form_res_rels.c (sort by sim desc, docno desc).
-    Only queries with a relevant document are returned."""
+    """trec_eval's P_k, recall_k, ndcg_cut_k and recip_rank in plain Python, following m_P.c,
+    m_recall.c, m_ndcg_cut.c (the qrels' rel values as gains, the ideal from every relevant
+    document of the query, retrieved or not) and form_res_rels.c (sort by sim desc, docno
+    desc). Only queries with a relevant document are returned."""
     by_q: dict[str, list[tuple[str, float]]] = defaultdict(list)
     for q, d, s in run:
         by_q[q].append((d, s))
@@ -223,13 +224,15 @@ def trec_eval_reference(run: list[tuple], qrels: dict[tuple[str, str], int]) -> 
         # strcmp(p2->docno, p1->docno): docno descending; two stable sorts do the lexicographic key
         docs = sorted(docs, key=lambda x: x[0], reverse=True)
         docs = sorted(docs, key=lambda x: -x[1])
-        rel = [int(qrels.get((q, d), 0) > 0) for d, _ in docs]
+        gain = [max(qrels.get((q, d), 0), 0) for d, _ in docs]
+        rel = [int(x > 0) for x in gain]
+        ideal = sorted((r for (qq, _), r in qrels.items() if qq == q and r > 0), reverse=True)
         vals = {}
         for k in (1, 3, 5):
             vals[f"P@{k}"] = sum(rel[:k]) / k
             vals[f"Recall@{k}"] = sum(rel[:k]) / n_rel
-            dcg = sum(x / math.log2(i + 2) for i, x in enumerate(rel[:k]))
-            idcg = sum(1 / math.log2(i + 2) for i in range(min(n_rel, k)))
+            dcg = sum(x / math.log2(i + 2) for i, x in enumerate(gain[:k]))
+            idcg = sum(x / math.log2(i + 2) for i, x in enumerate(ideal[:k]))
             vals[f"nDCG@{k}"] = dcg / idcg
         vals["MRR@100"] = next((1 / (i + 1) for i, x in enumerate(rel) if x), 0.0)
         out[q] = vals

@@ -20,6 +20,7 @@ from .tables.candidates import (
     CandidateError,
     CandidateTable,
 )
+from .tables.columns import COLUMN_PARTS, Columns
 from .analyses.compare import compare, flips_markdown
 from .evaluation.evaluate import DEFAULT_SEEDS
 from .common.io import atomic_write_many, frame_to_text
@@ -34,13 +35,17 @@ _DEFAULT_METRICS = [str(m) for m in DEFAULT_MEASURES]
 _DEFAULT_RULES = [str(r) for r in DEFAULT_RULES]
 
 _INPUT_HELP = f"""\
-FILE is a candidates table, CSV (.csv, .csv.gz) or Parquet (.parquet, .pq), one line per
-candidate, with columns {", ".join(REQUIRED_COLUMNS)}: `row` names the evaluation row (one user
-and their held-out items), `label` is 1 for a relevant item (a row has one or several) and 0 for
-the others, `score` is a number (higher ranks first; inf and -inf are allowed, NaN is not;
-ASCII digits only). The file's line order is the stored order that `input_order` keeps among
-equal scores. Optional per-row counts, repeated on every line of a row:
-{", ".join(COUNT_COLUMNS)} (the row's total number of relevant items, stored or not;
+FILE is a candidates table, CSV (.csv, .csv.gz), tab-separated (.tsv, .tsv.gz) or Parquet
+(.parquet, .pq), one line per candidate, with columns {", ".join(REQUIRED_COLUMNS)}: `row`
+names the evaluation row (one user and their held-out items; without a `row` column each user
+is one row, its lines contiguous as a row's must be), `label` is 1 (or True) for a relevant
+item (a row has one or several) and 0 (or False) for the others, or a grade >= 0 (relevant
+above 0; nDCG's gain is the grade, its ideal DCG from the row's grades), `score` is a number
+(higher ranks first; inf and -inf are allowed, NaN is not; ASCII digits only). A table naming
+these columns its own way, as pandas' `user,item,score,label`, is read with --user-col user
+--item-col item (see --row-col .. --score-col). The file's line order is the stored order that
+`input_order` keeps among equal scores. Optional per-row counts, repeated on every line of a
+row: {", ".join(COUNT_COLUMNS)} (the row's total number of relevant items, stored or not;
 candidates left unstored that score strictly above / below every relevant item of the row).
 
 A summary table (full-catalog evaluation, `tieaudit.analyses.fullcatalog`) has one line per row, its
@@ -51,8 +56,9 @@ without their before: column cannot be evaluated on it (see `tieaudit.tables.can
 Instead of FILE, --run RUN --qrels QRELS reads a TREC run (`qid Q0 docno rank score tag`, its
 line order is the stored order) and qrels (`qid 0 docno rel`, rel > 0 relevant); queries without
 a relevant document in the qrels are skipped and counted on standard error. trec_eval breaks
-ties by docno descending: the rule docno_desc reproduces its P_k, recall_k, ndcg_cut_k (binary
-relevance) and recip_rank per query (docno_desc is added to the default rules for a run).
+ties by docno descending: the rule docno_desc reproduces its P_k, recall_k, ndcg_cut_k (the
+qrels' rel values as gains) and recip_rank per query (docno_desc is added to the default rules
+for a run).
 """
 
 _RULES_HELP = help_text()
@@ -90,6 +96,25 @@ def _memory(text: str) -> int:
         return parse_memory(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _column_options(sp: argparse.ArgumentParser) -> None:
+    """--row-col .. --score-col: the input's own names of the columns of a candidates table."""
+    group = sp.add_argument_group(
+        "columns", "the input's own column names, when they are not the format's "
+        "(e.g. --user-col user --item-col item for pandas' user,item,score,label)")  # fmt: skip
+    for part, what in COLUMN_PARTS.items():
+        option = Columns(flags=True).option(part)
+        extra = (" (default: row if the table has it, else each user is one row and a user's "
+                 "lines must be contiguous)") if part == "row" else f" (default: {part})"
+        group.add_argument(option, metavar="NAME", default=None, help=f"the column naming "
+                           f"{what}{extra}")  # fmt: skip
+
+
+def _columns(args: argparse.Namespace) -> Columns:
+    """The input's own column names given by --row-col .. --score-col."""
+    return Columns.of(args.row_col, args.user_col, args.item_col, args.label_col,
+                      args.score_col, flags=True)  # fmt: skip
 
 
 def _chunk_options(sp: argparse.ArgumentParser) -> None:
@@ -164,7 +189,7 @@ def _parser() -> argparse.ArgumentParser:
 
     def common(sp: argparse.ArgumentParser) -> None:
         sp.add_argument("file", metavar="FILE", nargs="?",
-                        help="candidates table (CSV or Parquet), a folder of them (a data lake: "
+                        help="candidates table (CSV, TSV or Parquet), a folder of them (a data lake: "
                         "hive key=value folders; names starting with . or _ skipped) or a glob "
                         "of files or folders; or give --run and --qrels")
         sp.add_argument("--run", metavar="RUN", help="TREC run file, instead of FILE")
@@ -180,6 +205,7 @@ def _parser() -> argparse.ArgumentParser:
                         help=f"cast the scores before ranking: {', '.join(PRECISIONS)} (D "
                         "decimals), as a model served in that type or an evaluator that casts "
                         "sees them; more rows tie (default: the scores as stored)")  # fmt: skip
+        _column_options(sp)
 
     ev = sub.add_parser(
         "evaluate",
@@ -241,7 +267,7 @@ def _parser() -> argparse.ArgumentParser:
         "compare",
         help="does the tie rule change which model wins? (ranking flips)",
         description="Compare two or more models evaluated on the same rows: FILE... are their "
-        "scored candidates tables (CSV or Parquet, the format of `tieaudit evaluate`), holding "
+        "scored candidates tables (CSV, TSV or Parquet, the format of `tieaudit evaluate`), holding "
         "the same rows (rows of one id pair when their user and relevant items agree; the "
         "output says when their negatives differ). For each measure: the order of the models under each rule, and for "
         "each pair the paired difference under `expected` (mean over rows of the per-row "
@@ -262,6 +288,7 @@ def _parser() -> argparse.ArgumentParser:
                      help="measures (default: nDCG@10 HR@10)")  # fmt: skip
     _rule_options(cmp, f"rules set against expected (default: {' '.join(_DEFAULT_RULES)})")
     cmp.add_argument("-o", "--out", metavar="PATH", help="also write the tidy CSV here")
+    _column_options(cmp)
     _chunk_options(cmp)
     _probe_parser(sub, fmt)
     for name, command in sub.choices.items():
@@ -284,6 +311,7 @@ def _compare(args: argparse.Namespace) -> int:
         dict(zip(names, args.files, strict=True)), args.metrics, rules,
         n_seeds=_n_seeds(args.seeds, rules),
         chunk_rows=args.chunk_rows, memory=args.memory, jobs=args.jobs, progress=True,
+        columns=_columns(args),
     )  # fmt: skip
     _chunks_note("compared", res.n_chunks, args)
     if args.out:
@@ -403,6 +431,9 @@ def _input(args: argparse.Namespace) -> tuple[str | CandidateTable, list[str], s
         raise ValueError(f"give either FILE ({args.file}) or --run/--qrels, not both")
     if args.run is None or args.qrels is None:
         raise ValueError("--run and --qrels go together")
+    if not _columns(args).is_default:
+        raise ValueError("--row-col .. --score-col name the columns of a candidates FILE; a TREC "
+                         "run's columns are fixed")  # fmt: skip
     trec = read_trec(args.run, args.qrels)
     print(trec.message(), file=sys.stderr)
     return trec.table, rules, Path(args.run).name
@@ -499,6 +530,7 @@ def _evaluate(args: argparse.Namespace) -> int:
         data, args.metrics, rules, n_seeds=_n_seeds(args.seeds, rules),
         chunk_rows=args.chunk_rows, memory=args.memory, jobs=args.jobs, progress=True,
         per_row=args.per_row is not None, score_precision=args.score_precision,
+        columns=_columns(args),
     )  # fmt: skip
     _chunks_note("evaluated", ev.n_chunks, args, ev.max_lines)
     summary = ev.summary()
@@ -523,6 +555,9 @@ def _evaluate(args: argparse.Namespace) -> int:
 
 def _evaluate_sql(args: argparse.Namespace, data: str | CandidateTable) -> int:
     """``evaluate --engine duckdb``: a candidates FILE, folder or glob, the summary only."""
+    if not _columns(args).is_default:  # checked first: it needs no engine to say so
+        raise ValueError("--row-col .. --score-col: not with --engine duckdb, which reads the "
+                         "format's column names (use the default engine)")  # fmt: skip
     try:
         from . import duckdb as engine  # optional: imported when asked for
         engine._connect(None, None).close()
@@ -588,13 +623,14 @@ def _audit(args: argparse.Namespace) -> int:
         shown = parse_measure(headline[0]) if headline else next(
             (m for m in metrics if str(m) == "nDCG@10"), metrics[0])  # fmt: skip
         print(cast_effect(data, args.score_precision, shown, memory=args.memory or DEFAULT_MEMORY,
-                          chunk_rows=args.chunk_rows), file=sys.stderr)  # fmt: skip
+                          chunk_rows=args.chunk_rows, columns=_columns(args)),
+              file=sys.stderr)  # fmt: skip
     res = audit(
         data, args.metrics, rules, n_seeds=_n_seeds(args.seeds, rules),
         n_permutations=args.permutations, seed=args.permutation_seed,
         reported_rule=reported, title=title, chunk_rows=args.chunk_rows, memory=args.memory,
         jobs=args.jobs, progress=True, score_precision=args.score_precision,
-        **({"headline": headline} if headline is not None else {}),
+        columns=_columns(args), **({"headline": headline} if headline is not None else {}),
     )  # fmt: skip
     _chunks_note("audited", res.n_chunks, args)
     atomic_write_many({out / name: text for name, text in res.files().items()})

@@ -166,7 +166,7 @@ DEFECTS: tuple[Defect, ...] = (
     Defect(
         name="reader-nan-score-accepted",
         path="src/tieaudit/tables/read.py",
-        old='    bad(np.isnan(score), "missing or NaN score")\n',
+        old='    bad(np.isnan(score), f"missing or NaN {say(\'score\')}")\n',
         new="",
         means="a candidate with a missing or NaN score is read without an error",
         first=("tests/test_candidates.py",),

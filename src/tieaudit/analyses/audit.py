@@ -53,6 +53,7 @@ import pyarrow as pa
 
 from ..common.parquet import read_table
 from ..tables.candidates import CandidateError, CandidateTable, as_table
+from ..tables.columns import Columns
 from ..evaluation.evaluate import DEFAULT_SEEDS, EXACT_RULE, Evaluation, evaluate
 from ..common.io import frame_to_text, write_table
 from ..ties.measures import DEFAULT_MEASURES, Measure, parse_measure, parse_measures
@@ -904,6 +905,12 @@ def audit(
     jobs: int = 1,
     progress: bool = False,
     score_precision: str | None = None,
+    row_col: str | None = None,
+    user_col: str | None = None,
+    item_col: str | None = None,
+    label_col: str | None = None,
+    score_col: str | None = None,
+    columns: Columns | None = None,
 ) -> AuditResult:
     """Evaluate, check invariance, compute diagnostics and fill in the checklist;
     ``users_with_history`` adds the share of cold-start rows to the diagnostics,
@@ -921,8 +928,12 @@ def audit(
     bit; several agree with it to a relative ``1e-12`` (sums merged in another order; the
     pipeline's parts merge per-row numbers instead, :class:`AuditRows`, to the last bit).
     ``score_precision`` (e.g. ``float16``, :mod:`tieaudit.tables.precision`) audits the scores cast to
-    that precision, each chunk cast as it is read.
+    that precision, each chunk cast as it is read. ``row_col`` .. ``score_col`` name the table's
+    own columns, as :func:`tieaudit.evaluate`'s (or ``columns``, a
+    :class:`tieaudit.tables.columns.Columns`).
     """
+    columns = Columns.of(row_col, user_col, item_col, label_col, score_col,
+                         columns=columns)  # fmt: skip
     if score_precision is not None:
         score_precision = parse_precision(score_precision)
     ms = parse_measures(measures if measures is not None else DEFAULT_MEASURES)
@@ -933,10 +944,11 @@ def audit(
     task = _AuditTask(tuple(map(str, ms)), tuple(map(str, rs)), n_seeds, n_permutations, seed,
                       users, score_precision)  # fmt: skip
     if chunk_rows is None and memory is None and jobs == 1:
-        table = cast_table(as_table(data), score_precision)
+        table = cast_table(as_table(data, columns), score_precision)
         ev = evaluate(table, ms, rs, n_seeds=n_seeds, rank_cap=None)
         return AuditSums.of(ev, n_permutations, seed, users).result(**finish, evaluation=ev)
-    return _audit_in_chunks(data, task, finish, chunk_rows, memory, jobs, progress)
+    return _audit_in_chunks(data, replace(task, columns=columns), finish, chunk_rows, memory,
+                            jobs, progress)  # fmt: skip
 
 
 #: What auditing a chunk takes against evaluating it, per line and per row: the evaluation of
@@ -956,12 +968,13 @@ class _AuditTask:
     seed: int
     users: tuple[str, ...] | None
     score_precision: str | None = None
+    columns: Columns = Columns()  # the input's own names (resolved once it is open)
 
 
 def _audit_chunk(task: _AuditTask, chunk: pa.Table | CandidateTable, name: str, where: Any,
                  place: tuple[int, int | None] = (0, None)) -> AuditSums:  # fmt: skip
     """The audit sums of one chunk, its rows permuted as in the whole table."""
-    table = cast_table(chunk_table(chunk, name, where, place), task.score_precision)
+    table = cast_table(chunk_table(chunk, name, where, place, task.columns), task.score_precision)
     ev = evaluate(table, task.measures, task.rules, n_seeds=task.n_seeds, rank_cap=None)
     return AuditSums.of(ev, task.n_permutations, task.seed, task.users)
 
@@ -972,9 +985,10 @@ def _audit_in_chunks(data: object, task: _AuditTask, finish: dict[str, Any],
     """:func:`audit` in chunks of whole rows."""
     rs = check_options(task.measures, task.rules, task.n_seeds, chunk_rows, jobs)[1]
     if isinstance(data, CandidateTable):
-        return _audit_chunk(task, data, data.source, None).result(**finish)
+        return _audit_chunk(task, as_table(data, task.columns), data.source, None).result(**finish)
     cost = Cost.of(rs, len(task.measures), task.n_seeds, share=AUDIT_SHARE)
-    source, chunks, _ = open_chunks(data, rs, chunk_rows, memory, cost)
+    source, chunks, _ = open_chunks(data, rs, chunk_rows, memory, cost, task.columns)
+    task = replace(task, columns=source.columns)
     bar = Progress(source.n_lines, "audit", enabled=progress)
     try:
         first = next(chunks, None)

@@ -20,7 +20,8 @@ import pandas as pd
 from ..evaluation.evaluate import evaluate
 from ..evaluation.stream import Cost, chunk_table, open_chunks
 from ..evaluation.sums import Sums
-from ..tables.candidates import CandidateError, CandidateTable
+from ..tables.candidates import CandidateError, CandidateTable, as_table
+from ..tables.columns import Columns
 from ..tables.precision import cast_table, parse_precision
 from ..ties.measures import Measure, parse_measures
 from ..ties.rules import parse_rules
@@ -43,25 +44,29 @@ def _tied_rows(table: CandidateTable) -> int:
     return int((ts.t[ts.first[has]] > 1).sum())
 
 
-def _tables(data: Any, memory: int | str | None, chunk_rows: int | None,
-            n_measures: int) -> Iterator[CandidateTable]:  # fmt: skip
-    """The chunks of whole rows of ``data`` (a :class:`CandidateTable`: itself, one chunk)."""
+def _tables(data: Any, memory: int | str | None, chunk_rows: int | None, n_measures: int,
+            columns: Columns | None = None) -> Iterator[CandidateTable]:  # fmt: skip
+    """The chunks of whole rows of ``data`` (a :class:`CandidateTable`: itself, one chunk;
+    ``columns``: its own column names)."""
     if isinstance(data, CandidateTable):
-        yield data
+        yield as_table(data, columns)
         return
     rs = parse_rules(_CAST_RULES)
-    source, chunks, _ = open_chunks(data, rs, chunk_rows, memory, Cost.of(rs, n_measures))
+    source, chunks, _ = open_chunks(data, rs, chunk_rows, memory, Cost.of(rs, n_measures),
+                                    columns)  # fmt: skip
     with closing(chunks):  # its row check's files removed, also on an error
         for chunk, offset in chunks:
-            yield chunk_table(chunk, source.name, source.where(offset), (offset, source.n_lines))
+            yield chunk_table(chunk, source.name, source.where(offset), (offset, source.n_lines),
+                              source.columns)  # fmt: skip
 
 
 def cast_summary(data: Any, precisions: Iterable[str], measures: Iterable[str | Measure],
-                 *, memory: int | str | None = "1GB",
-                 chunk_rows: int | None = None) -> pd.DataFrame:  # fmt: skip
+                 *, memory: int | str | None = "1GB", chunk_rows: int | None = None,
+                 columns: Columns | None = None) -> pd.DataFrame:  # fmt: skip
     """What casting the scores of ``data`` to each of ``precisions`` does, streamed through its
     rows a chunk at a time (``memory``, ``chunk_rows``: as :func:`tieaudit.evaluate_stream`
-    takes them; ``data``: what it reads, or a :class:`CandidateTable`).
+    takes them; ``data``: what it reads, or a :class:`CandidateTable`; ``columns``: its own
+    column names).
 
     One line per precision (the stored scores first, as :data:`UNCAST`; then ``precisions`` in
     order, each once) and measure (:data:`CAST_COLUMNS`): ``rows`` evaluated, ``tied`` the
@@ -75,7 +80,7 @@ def cast_summary(data: Any, precisions: Iterable[str], measures: Iterable[str | 
     tied = [0] * len(levels)
     sums: list[list[Sums]] = [[] for _ in levels]
     source = getattr(data, "source", str(data))
-    with closing(_tables(data, memory, chunk_rows, len(ms))) as tables:
+    with closing(_tables(data, memory, chunk_rows, len(ms), columns)) as tables:
         for table in tables:
             casts = [cast_table(table, p) for p in levels]  # a table it cannot cast: refused first
             for i, cast in enumerate(casts):
@@ -106,13 +111,14 @@ def _signed(x: float) -> str:
 
 
 def cast_effect(data: Any, precision: str, measure: Measure, *,
-                memory: int | str | None = "1GB", chunk_rows: int | None = None) -> str:  # fmt: skip
+                memory: int | str | None = "1GB", chunk_rows: int | None = None,
+                columns: Columns | None = None) -> str:  # fmt: skip
     """One line saying what casting the scores of ``data`` (what :func:`cast_summary` reads)
     to ``precision`` does: the share of rows whose relevant item is tied, and the inflation of
     ``input_order`` over ``expected`` on ``measure``, each cast and uncast (streamed through the
     rows as :func:`cast_summary` is)."""
     before, after = cast_summary(data, [precision], [measure], memory=memory,
-                                 chunk_rows=chunk_rows).itertuples(index=False)  # fmt: skip
+                                 chunk_rows=chunk_rows, columns=columns).itertuples(index=False)  # fmt: skip
     return (
         f"--score-precision {precision}: the relevant item ties in "
         f"{100 * after.tied:.1f}% of the rows ({100 * before.tied:.1f}% uncast); "

@@ -43,6 +43,7 @@ import pyarrow as pa
 
 from ..tables.inputs import RowCheck, RowChunks, Source, open_source, row_ids
 from ..tables.candidates import CandidateError, CandidateTable
+from ..tables.columns import Columns
 from ..evaluation.evaluate import DEFAULT_SEEDS, Evaluation, evaluate
 from ..common.io import frame_to_markdown
 from ..ties.measures import Measure, parse_measure, parse_measures
@@ -345,14 +346,15 @@ class _CompareTask:
 
 
 def _compare_chunk(task: _CompareTask, chunks: list[pa.Table | CandidateTable],
-                   sources: list[str], wheres: list[Any],
-                   places: list[tuple[int, int | None]]) -> CompareSums:  # fmt: skip
+                   sources: list[str], wheres: list[Any], places: list[tuple[int, int | None]],
+                   columns: list[Columns]) -> CompareSums:  # fmt: skip
     """The comparison sums of one chunk of rows of every model (``places``: each chunk's
-    first line and the number of lines of its whole input, when known)."""
+    first line and the number of lines of its whole input, when known; ``columns``: each
+    input's own column names, resolved)."""
     evs = {}
-    for name, chunk, source, where, place in zip(task.names, chunks, sources, wheres, places,
-                                                 strict=True):  # fmt: skip
-        table = chunk_table(chunk, source, where, place)
+    for name, chunk, source, where, place, own in zip(task.names, chunks, sources, wheres, places,
+                                                      columns, strict=True):  # fmt: skip
+        table = chunk_table(chunk, source, where, place, own)
         evs[name] = evaluate(table, task.measures, task.rules, n_seeds=task.n_seeds)
     return CompareSums.of(evs, task.measures)
 
@@ -408,6 +410,12 @@ def compare(
     memory: int | str | None = None,
     jobs: int = 1,
     progress: bool = False,
+    row_col: str | None = None,
+    user_col: str | None = None,
+    item_col: str | None = None,
+    label_col: str | None = None,
+    score_col: str | None = None,
+    columns: Columns | None = None,
 ) -> Compared:
     """Compare models evaluated on the same rows: ``models`` maps each name to its candidates
     (anything :func:`tieaudit.evaluate` reads: a path to a file, a folder of candidates files or
@@ -421,14 +429,18 @@ def compare(
     in the same order, else the first row out of place is named. ``jobs`` processes evaluate the
     chunks. Each chunk's :class:`CompareSums` are merged in row order: one chunk gives
     :func:`ranking_flips` bit for bit, several agree with it to a relative ``1e-12``. ``rules``
-    are set against ``expected`` as :func:`ranking_flips` sets them.
+    are set against ``expected`` as :func:`ranking_flips` sets them. ``row_col`` ..
+    ``score_col`` name the inputs' own columns (the same in each), as :func:`tieaudit.evaluate`'s
+    (or ``columns``, a :class:`tieaudit.tables.columns.Columns`).
     """
     names = list(models)
     data = list(models.values())
     ms, rs = check_options(measures, rules, n_seeds, chunk_rows, jobs)
     task = _CompareTask(tuple(names), tuple(map(str, ms)), tuple(map(str, rs)), n_seeds)
     whole = [r for r in rs if r.spec.whole_table]
-    sources = [open_source(d) for d in data]
+    columns = Columns.of(row_col, user_col, item_col, label_col, score_col,
+                         columns=columns)  # fmt: skip
+    sources = [open_source(d, columns) for d in data]
     if whole:  # each chunk's place in the whole shuffle needs the number of lines
         sources = [src.counted() for src in sources]
     cost = Cost.of(rs, len(ms), n_seeds, share=max(1, len(sources)))  # every model's chunk at once
@@ -456,8 +468,8 @@ def compare(
                 check.add(chunk, offset)
             yield (([c for c, _ in taken], [s.name for s in sources],
                     [s.where(o) for s, (_, o) in zip(sources, taken, strict=True)],
-                    [(o, s.n_lines) for s, (_, o) in zip(sources, taken, strict=True)]),
-                   first[0].num_rows)  # fmt: skip
+                    [(o, s.n_lines) for s, (_, o) in zip(sources, taken, strict=True)],
+                    [s.columns for s in sources]), first[0].num_rows)  # fmt: skip
         for check in checks:  # rows whose first lines were spilled, before any result
             check.finish()
         for src, r, name in zip(sources[1:], readers[1:], names[1:], strict=True):

@@ -39,6 +39,7 @@ import numpy as np
 import pandas as pd
 
 from ..tables.candidates import CandidateError, CandidateTable, as_table
+from ..tables.columns import Columns
 from ..ties.measures import DEFAULT_MEASURES, Measure, parse_measures
 from ..ties.rules import DEFAULT_RULES, Result, TieRule, parse_rule, parse_rules
 from ..ties.rules.expected import expected_moments
@@ -279,6 +280,11 @@ def evaluate(
     n_seeds: int = DEFAULT_SEEDS,
     rank_cap: int | None = -1,
     seed_ranks: np.ndarray | None = None,
+    row_col: str | None = None,
+    user_col: str | None = None,
+    item_col: str | None = None,
+    label_col: str | None = None,
+    score_col: str | None = None,
 ) -> Evaluation:
     """Evaluate ``data`` under tie rules, in memory: a :class:`CandidateTable`, a pandas or polars
     DataFrame, a pyarrow Table or dataset (``pyarrow.dataset``, e.g. hive-partitioned Parquet) or
@@ -296,8 +302,16 @@ def evaluate(
     pass the ``hash_mean`` ranks computed beforehand by :func:`hash_seed_ranks` (for seeds
     ``0 .. n_seeds - 1``, e.g. merged from jobs that each did a chunk of seeds); the result is
     then identical to computing them here.
+
+    ``row_col``, ``user_col``, ``item_col``, ``label_col`` and ``score_col`` name the table's
+    own columns (:class:`tieaudit.tables.columns.Columns`; default: the format's,
+    :mod:`tieaudit.tables.candidates`): ``evaluate(frame, user_col="user", item_col="item")``
+    reads a frame with columns ``user, item, score, label``. Without a row column each user is
+    one row. Labels are 0 and 1 (or ``True`` and ``False``), or grades >= 0: an item is
+    relevant when its label is above 0, and nDCG's gain is the label
+    (:mod:`tieaudit.ties.measures`).
     """
-    table = as_table(data)
+    table = as_table(data, Columns.of(row_col, user_col, item_col, label_col, score_col))
     ms = parse_measures(measures if measures is not None else DEFAULT_MEASURES)
     rs = parse_rules(rules if rules is not None else DEFAULT_RULES)
     if n_seeds < 1:

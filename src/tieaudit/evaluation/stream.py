@@ -89,8 +89,9 @@ from ..tables.inputs import (
     read_span,
     whole_rows,
 )
-from ..tables.candidates import CandidateError, CandidateTable
-from ..tables.read import Records
+from ..tables.candidates import CandidateError, CandidateTable, as_table
+from ..tables.columns import FORMAT, Columns
+from ..tables.read import Records, validate_arrow
 from ..tables.precision import cast_table, parse_precision
 from .evaluate import DEFAULT_SEEDS, evaluate
 from ..ties.measures import DEFAULT_MEASURES, Measure, parse_measures
@@ -277,22 +278,26 @@ class _Task:
     per_row: bool
     score_precision: str | None = None
     budget: Budget | None = None  # a Parquet span's: the pieces it is evaluated in
+    columns: Columns = FORMAT  # the input's own names, resolved (its errors use them)
 
 
 def chunk_table(chunk: pa.Table | CandidateTable, name: str, where: Any,
-                 place: tuple[int, int | None]) -> CandidateTable:  # fmt: skip
-    """The candidates of a chunk; ``place``: its first line and the number of lines of the
-    whole input, when known."""
+                place: tuple[int, int | None],
+                columns: Columns | None = None) -> CandidateTable:  # fmt: skip
+    """The candidates of a chunk (under the format's names: a source's batches,
+    :func:`tieaudit.tables.inputs.open_source`); ``place``: its first line and the number of
+    lines of the whole input, when known; ``columns``: the input's own names (resolved), which
+    errors use."""
     if isinstance(chunk, CandidateTable):
         return chunk
-    table = CandidateTable.from_arrow(chunk, source=name, csv_lines=where)
+    table = CandidateTable(**validate_arrow(chunk, name, where, columns))
     return replace(table, line_offset=place[0], lines_total=place[1])
 
 
 def _evaluate_chunk(task: _Task, chunk: pa.Table | CandidateTable, name: str, where: Any,
                     place: tuple[int, int | None] = (0, None)) -> tuple[Sums, list[pd.DataFrame]]:
     """The sums of one chunk (and its per-row values if asked for)."""
-    table = cast_table(chunk_table(chunk, name, where, place), task.score_precision)
+    table = cast_table(chunk_table(chunk, name, where, place, task.columns), task.score_precision)
     ev = evaluate(table, task.measures, task.rules, n_seeds=task.n_seeds, rank_cap=task.rank_cap)
     return ev.sums(), [ev.per_row()] if task.per_row else []
 
@@ -306,7 +311,7 @@ def _evaluate_span(task: _Task, path: Path, name: str, span: Span, n_lines: int 
     (else the sums, per-row values and number of pieces); with the keys that check its rows
     against the earlier spans' (first: a row out of place explains the errors it causes) and
     its record offset. ``None``: no row starts in it."""
-    chunk, offset = read_span(path, span)
+    chunk, offset = read_span(path, span, task.columns)
     if chunk is None:
         return None
     pieces = task.budget.split(chunk) if task.budget is not None else iter([(chunk, 0)])
@@ -328,21 +333,21 @@ def _evaluate_span(task: _Task, path: Path, name: str, span: Span, n_lines: int 
     return result, keys, offset
 
 
-def _spans(path: Path, budget: Budget) -> Iterator[tuple[Span, int]]:
+def _spans(path: Path, budget: Budget, key: str = "row") -> Iterator[tuple[Span, int]]:
     """Spans of consecutive row groups of the Parquet file ``path`` within ``budget`` and their
-    lines: each group's rows counted from its ``row`` column alone (read here, one group at a
-    time), at least one group a span (a group over the budget alone is evaluated in pieces,
+    lines: each group's rows counted from its row column ``key`` alone (read here, one group at
+    a time), at least one group a span (a group over the budget alone is evaluated in pieces,
     :meth:`Budget.split`). The plan depends on the file only, never on ``jobs``."""
     from ..common.parquet import parquet_file
 
     pf = parquet_file(path)
     sizes = [pf.metadata.row_group(i).num_rows for i in range(pf.metadata.num_row_groups)]
     start = line = 0
-    cost = _group_cost(pf, 0, sizes[0], budget) if sizes else 0.0
+    cost = _group_cost(pf, 0, sizes[0], budget, key) if sizes else 0.0
     while start < len(sizes):
         stop, lines, total = start + 1, sizes[start], cost
         while stop < len(sizes):
-            cost = _group_cost(pf, stop, sizes[stop], budget)
+            cost = _group_cost(pf, stop, sizes[stop], budget, key)
             if total + cost > budget.lines:
                 break
             total += cost
@@ -352,13 +357,14 @@ def _spans(path: Path, budget: Budget) -> Iterator[tuple[Span, int]]:
         start, line = stop, line + lines
 
 
-def _group_cost(pf: Any, group: int, lines: int, budget: Budget) -> float:
+def _group_cost(pf: Any, group: int, lines: int, budget: Budget, key: str = "row") -> float:
     """Row group ``group`` of ``lines`` lines against ``budget``: its lines and ``row_lines``
-    for each row starting in it (every line, when its row ids cannot be read)."""
+    for each row starting in it (its row ids: column ``key``; every line, when they cannot be
+    read)."""
     if not budget.row_lines or lines < 2:
         return lines + budget.row_lines * lines
     try:
-        col = pf.read_row_group(group, columns=["row"]).column("row")
+        col = pf.read_row_group(group, columns=[key]).column(key)
         new = pc.fill_null(pc.not_equal(col.slice(1), col.slice(0, lines - 1)), True)
         rows = 1 + int(pc.sum(new).as_py() or 0)
     except (KeyError, pa.ArrowException, OSError):
@@ -408,6 +414,12 @@ def evaluate_stream(
     progress: bool = False,
     per_row: bool = False,
     score_precision: str | None = None,
+    row_col: str | None = None,
+    user_col: str | None = None,
+    item_col: str | None = None,
+    label_col: str | None = None,
+    score_col: str | None = None,
+    columns: Columns | None = None,
 ) -> Streamed:
     """Evaluate ``data`` chunk by chunk; the summary equals :func:`tieaudit.evaluate`'s.
 
@@ -418,17 +430,22 @@ def evaluate_stream(
     error (lines done / total) when it is a terminal. ``measures``, ``rules``, ``n_seeds`` and
     ``rank_cap`` are those of :func:`tieaudit.evaluate`. ``score_precision`` (e.g. ``float16``,
     ``round:5``: :mod:`tieaudit.tables.precision`) casts every chunk's scores before ranking.
+    ``row_col`` .. ``score_col`` name the input's own columns, as :func:`tieaudit.evaluate`'s
+    (or ``columns``, a :class:`tieaudit.tables.columns.Columns`).
     """
     ms, rs = check_options(measures, rules, n_seeds, chunk_rows, jobs)
+    columns = Columns.of(row_col, user_col, item_col, label_col, score_col,
+                         columns=columns)  # fmt: skip
     if score_precision is not None:
         parse_precision(score_precision)
     task = _Task(tuple(map(str, ms)), tuple(map(str, rs)), n_seeds, rank_cap, per_row,
                  score_precision)  # fmt: skip
     if isinstance(data, CandidateTable):
-        sums, rows = _evaluate_chunk(task, data, data.source, None)
+        sums, rows = _evaluate_chunk(task, as_table(data, columns), data.source, None)
         return Streamed(sums, 1, None, rows if per_row else None)
     cost = Cost.of(rs, len(ms), n_seeds, per_row)
-    source, chunks, budget = open_chunks(data, rs, chunk_rows, memory, cost)
+    source, chunks, budget = open_chunks(data, rs, chunk_rows, memory, cost, columns)
+    task = replace(task, columns=source.columns)
     max_lines = None if budget is None else budget.lines
     parts = Merging(lambda a, b: Sums.merge([a, b]))
     rows_parts: list[pd.DataFrame] = []
@@ -464,7 +481,7 @@ def evaluate_stream(
                 keep(None if result is None else result[0], lines)
 
             items = (((path, source.name, s, source.n_lines), lines)
-                     for s, lines in _spans(path, budget))  # fmt: skip
+                     for s, lines in _spans(path, budget, source.columns.name("row")))  # fmt: skip
             with check:
                 map_chunks(_evaluate_span, task, items, jobs, checked)
                 check.finish()
@@ -492,12 +509,13 @@ def check_options(measures: Iterable[str | Measure] | None, rules: Iterable[str 
 
 
 def open_chunks(data: Any, rs: list[TieRule], chunk_rows: int | None, memory: int | str | None,
-                cost: Cost | None = None
+                cost: Cost | None = None, columns: Columns | None = None
                 ) -> tuple[Source, Generator[tuple[pa.Table, int], None, None], Budget | None]:  # fmt: skip
-    """The source of ``data``, its chunks and their size (``None``: ``chunk_rows`` rows, or one
-    chunk when neither ``chunk_rows`` nor ``memory`` is given); ``cost``: what a chunk's lines
-    and rows take (default: :meth:`Cost.of` ``rs`` with the default measures and seeds)."""
-    source = open_source(data)
+    """The source of ``data`` (``columns``: its own column names), its chunks (under the
+    format's names) and their size (``None``: ``chunk_rows`` rows, or one chunk when neither
+    ``chunk_rows`` nor ``memory`` is given); ``cost``: what a chunk's lines and rows take
+    (default: :meth:`Cost.of` ``rs`` with the default measures and seeds)."""
+    source = open_source(data, columns)
     whole = [r for r in rs if r.spec.whole_table]
     if whole:  # each chunk's place in the whole shuffle needs the number of lines
         source = source.counted()

@@ -6,14 +6,21 @@ Reading and validation live in :mod:`tieaudit.tables.read`; :func:`read_candidat
 A candidates file has one line per (evaluation row, candidate item) with columns
 
 * ``row``     — the evaluation row (one user and their held-out items), any id, read as a string;
+  optional: a table without it has one row per user (:mod:`tieaudit.tables.columns`);
 * ``user_id`` — the user of the row, read as a string; constant within a row;
 * ``item_id`` — the candidate item, read as a string; unique within a row;
-* ``label``   — 1 for a relevant (held-out) item, 0 for a non-relevant one (e.g. a sampled
-  negative); a row has one or several relevant items;
+* ``label``   — 1 (or ``True``) for a relevant (held-out) item, 0 (or ``False``) for a
+  non-relevant one (e.g. a sampled negative), or a *grade*: any number >= 0, relevant when above
+  0, whose value is the item's gain in nDCG (:mod:`tieaudit.ties.measures`); a row has one or
+  several relevant items;
 * ``score``   — a float, higher is better; ``inf`` and ``-inf`` are scores too (a log-probability
   of ``-inf`` ranks last) and equal infinities tie; NaN is an error. Text follows one strict
   grammar (:mod:`tieaudit.common.numbers`: ASCII digits, sign, point, exponent, ``inf``), as do
-  ``label`` and the counts below.
+  ``label`` (where ``True``, ``true``, ``TRUE`` and ``False``, ``false``, ``FALSE`` are read as 1
+  and 0 too) and the counts below.
+
+A table may name these columns its own way (``user,item,score,label``): the readers take the
+names (:class:`tieaudit.tables.columns.Columns`, the ``row_col`` .. ``score_col`` keywords).
 
 Optional columns, each a non-negative integer that is constant within a row (a per-row count
 written on every line of the row):
@@ -22,7 +29,9 @@ written on every line of the row):
   (TREC: relevant documents the run did not retrieve still count in recall and in the ideal DCG).
   At least the number of stored relevant lines, and at least 1. With this column a row may have
   no relevant line at all (nothing relevant was retrieved: every measure is 0). Default: the
-  number of relevant lines.
+  number of relevant lines. With graded labels it must be that number (the grades of relevant
+  items not stored, and so the ideal DCG, would not be known; a TREC run's are given by its
+  qrels, :mod:`tieaudit.tables.trec`).
 * ``n_higher``, ``n_lower`` — candidates of the row that are *not stored* and score strictly above
   every relevant item of the row (``n_higher``) or strictly below every relevant item
   (``n_lower``). A full-catalog evaluation can then store only each row's relevant items and the
@@ -62,12 +71,14 @@ line per row — its relevant item — and say in counts what every rule needs. 
   k_max`` is exact; the evaluator refuses a larger cutoff (:func:`tieaudit.evaluate`). A whole
   number >= 1; a capped count above its cap is an error.
 
-A summary table has exactly one line per row, labelled 1, and no ``n_relevant`` other than 1.
+A summary table has exactly one line per row, labelled 1 (not a grade: with one relevant item a
+row no measure depends on it), and no ``n_relevant`` other than 1.
 :func:`tieaudit.analyses.fullcatalog.full_catalog_candidates` writes them.
 
 The *stored order* is the order of the lines in the file: it is what ``input_order`` keeps among
 equal scores. Rows may have different lengths and need not be contiguous. CSV (``.csv``,
-``.csv.gz``) and Parquet (``.parquet``, ``.pq``) are chosen by extension.
+``.csv.gz``), tab-separated values (``.tsv``, ``.tsv.gz``, read as CSV with tabs) and Parquet
+(``.parquet``, ``.pq``) are chosen by extension.
 """
 from __future__ import annotations
 
@@ -79,6 +90,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from .columns import Columns
 from .read import (
     BEFORE_PREFIX,
     BEFORE_RULES,
@@ -86,7 +98,10 @@ from .read import (
     REQUIRED_COLUMNS,
     SUMMARY_COUNT_COLUMNS,
     CandidateError,
+    Grades,
     LineMap,
+    file_columns,
+    file_info,
     frame_to_arrow,
     read_arrow,
     validate_arrow,
@@ -94,7 +109,7 @@ from .read import (
 
 __all__ = [
     "CandidateTable", "CandidateError", "read_candidates", "REQUIRED_COLUMNS", "COUNT_COLUMNS",
-    "SUMMARY_COUNT_COLUMNS", "BEFORE_PREFIX", "BEFORE_RULES",
+    "SUMMARY_COUNT_COLUMNS", "BEFORE_PREFIX", "BEFORE_RULES", "Columns", "Grades",
 ]  # fmt: skip
 
 
@@ -107,8 +122,10 @@ class CandidateTable:
     comparing item codes compares item ids. ``n_relevant``, ``n_higher`` and ``n_lower`` are the
     optional per-row counts (int64 arrays indexed by row code, or ``None``); ``n_tied``,
     ``n_modal`` and ``before`` (rule name -> per-row count) those of a summary table;
-    ``line_offset`` and ``lines_total`` place a chunk in its whole table. Build one with
-    :func:`read_candidates`, :meth:`from_frame` or :meth:`from_arrow`; all of them validate.
+    ``line_offset`` and ``lines_total`` place a chunk in its whole table. ``label`` is whether a
+    line is relevant (its label above 0); ``grades`` the labels as numbers when they are not all
+    0 and 1 (``None``: binary relevance). Build one with :func:`read_candidates`,
+    :meth:`from_frame` or :meth:`from_arrow`; all of them validate.
     """
 
     row: np.ndarray
@@ -133,6 +150,8 @@ class CandidateTable:
     #: of the table (:attr:`tieaudit.ties.rules.RuleKind.whole_table`) reads them.
     line_offset: int = 0
     lines_total: int | None = None
+    #: Graded relevance (:class:`tieaudit.tables.read.Grades`; ``None``: every label is 0 or 1).
+    grades: Grades | None = None
 
     @property
     def is_summary(self) -> bool:
@@ -211,6 +230,7 @@ class CandidateTable:
             self, row=self.row[order], user=self.user[order], item=self.item[order],
             label=self.label[order], score=self.score[order],
             source=source if source is not None else self.source,
+            grades=self.grades.take(order) if self.grades is not None else None,
         )  # fmt: skip
 
     def head(self, n_rows: int) -> CandidateTable:
@@ -232,7 +252,7 @@ class CandidateTable:
                 "row": self.row_ids[self.row],
                 "user_id": self.user_ids[self.user],
                 "item_id": self.item_ids[self.item],
-                "label": self.label.astype(np.int8),
+                "label": self.label.astype(np.int8) if self.grades is None else self.grades.line,
                 "score": self.score,
             }
         )
@@ -242,56 +262,91 @@ class CandidateTable:
 
     # ------------------------------------------------------------------ construction
     @classmethod
-    def from_frame(cls, frame: pd.DataFrame, source: str = "<frame>") -> CandidateTable:
-        """Validate a DataFrame with the five columns (errors name records, counted from 1).
+    def from_frame(
+        cls, frame: pd.DataFrame, source: str = "<frame>", *, row_col: str | None = None,
+        user_col: str | None = None, item_col: str | None = None, label_col: str | None = None,
+        score_col: str | None = None,
+    ) -> CandidateTable:  # fmt: skip
+        """Validate a DataFrame of candidates (errors name records, counted from 1);
+        ``row_col`` .. ``score_col`` name its own columns (:class:`Columns`; default: the
+        format's, and without a ``row`` column each user is one row).
 
         An id column holds text or integers, not both: ``1`` and ``"1"`` would otherwise become
         one id. Ids are kept exactly (a trailing NUL stays).
         """
-        return cls.from_arrow(frame_to_arrow(frame, source), source=source, csv_lines=False)
+        return cls.read_frame(frame, source, Columns.of(row_col, user_col, item_col, label_col,
+                                                        score_col))  # fmt: skip
+
+    @classmethod
+    def read_frame(cls, frame: pd.DataFrame, source: str = "<frame>",
+                   columns: Columns | None = None) -> CandidateTable:  # fmt: skip
+        """:meth:`from_frame` with the frame's columns named by a :class:`Columns`."""
+        done = (columns or Columns()).resolve([str(c) for c in frame.columns], source)
+        return cls(**validate_arrow(frame_to_arrow(frame, source, done), source, False, done))
 
     @classmethod
     def from_arrow(
-        cls, table: pa.Table, source: str = "<table>", csv_lines: bool | LineMap = False
+        cls, table: pa.Table, source: str = "<table>", csv_lines: bool | LineMap = False,
+        columns: Columns | None = None,
     ) -> CandidateTable:
         """Validate an Arrow table; ``csv_lines`` makes errors name 1-based file lines (True:
-        one line per record below a header; or a function from record positions to lines)."""
-        return cls(**validate_arrow(table, source, csv_lines))
+        one line per record below a header; or a function from record positions to lines);
+        ``columns`` names the table's own columns (:class:`Columns`; default: the format's)."""
+        done = (columns or Columns()).resolve(table.column_names, source)
+        return cls(**validate_arrow(done.canonical(table, source), source, csv_lines, done))
 
 
-def read_candidates(path: str | os.PathLike[str]) -> CandidateTable:
-    """Read and validate a candidates file (CSV or Parquet, by extension).
+def read_candidates(
+    path: str | os.PathLike[str], *, row_col: str | None = None, user_col: str | None = None,
+    item_col: str | None = None, label_col: str | None = None, score_col: str | None = None,
+) -> CandidateTable:  # fmt: skip
+    """Read and validate a candidates file (CSV, TSV or Parquet, by extension); ``row_col`` ..
+    ``score_col`` name its own columns (:class:`Columns`; default: the format's, and without a
+    ``row`` column each user is one row).
 
     Raises :class:`CandidateError` naming the file and the offending lines (CSV) or records
-    (Parquet, counted from 1) for: a missing file or column, an empty file, a malformed CSV line,
-    NaN or non-numeric scores (``inf`` and ``-inf`` are scores), labels other than 0/1, a row
-    without a relevant item, a duplicate (row, item_id), a missing id or one that is not text, a
-    row whose lines name different users, or an optional count (``n_relevant``, ``n_higher``,
-    ``n_lower``) that is missing, not a whole number >= 0, differs between the lines of a row,
-    or (``n_relevant``) is below the row's relevant lines.
+    (Parquet, counted from 1) for: a missing file or column (naming the columns found), an empty
+    file, a malformed CSV line, NaN or non-numeric scores (``inf`` and ``-inf`` are scores),
+    labels that are no number >= 0 (nor ``True`` or ``False``), a row without a relevant item,
+    a duplicate (row, item_id), a missing id or one that is not text, a row whose lines name
+    different users, or an optional count (``n_relevant``, ``n_higher``, ``n_lower``) that is
+    missing, not a whole number >= 0, differs between the lines of a row, or (``n_relevant``) is
+    below the row's relevant lines.
     """
-    table, csv_lines = read_arrow(path)
-    return CandidateTable.from_arrow(table, source=str(path), csv_lines=csv_lines)
+    return read_table(path, Columns.of(row_col, user_col, item_col, label_col, score_col))
 
 
-def as_table(data: object) -> CandidateTable:
+def read_table(path: str | os.PathLike[str], columns: Columns | None = None) -> CandidateTable:
+    """:func:`read_candidates` with the file's columns named by a :class:`Columns`."""
+    columns = columns or Columns()
+    columns.resolve(file_info(path, columns)[0].names, str(path), file_columns(path))
+    table, csv_lines = read_arrow(path, columns)
+    return CandidateTable.from_arrow(table, source=str(path), csv_lines=csv_lines, columns=columns)
+
+
+def as_table(data: object, columns: Columns | None = None) -> CandidateTable:
     """Accept a table, a DataFrame (pandas, or one with ``to_arrow()`` such as polars), a pyarrow
     Table or dataset, or a path: a file, a directory of Parquet files (a dataset) or a glob
-    (:mod:`tieaudit.tables.inputs`)."""
+    (:mod:`tieaudit.tables.inputs`); ``columns`` names their own columns (:class:`Columns`),
+    which a table already read has not."""
+    columns = columns or Columns()
     if isinstance(data, CandidateTable):
+        if not columns.is_default:
+            raise ValueError(f"{data.source}: a CandidateTable is read already, under the "
+                             "format's names; name the columns of a file or frame instead")  # fmt: skip
         return data
     if isinstance(data, pd.DataFrame):
-        return CandidateTable.from_frame(data)
+        return CandidateTable.read_frame(data, columns=columns)
     if isinstance(data, pa.Table):
-        return CandidateTable.from_arrow(data)
+        return CandidateTable.from_arrow(data, columns=columns)
     if isinstance(data, (str, os.PathLike)) and os.path.isfile(data):
-        return read_candidates(data)
+        return read_table(data, columns)
     from .inputs import open_source
 
-    source = open_source(data)
+    source = open_source(data, columns)
     batches = [b if isinstance(b, pa.Table) else pa.Table.from_batches([b])
                for b in source.batches()]  # fmt: skip
     if not batches:
         raise CandidateError(f"{source.name}: no candidates (the table is empty)")
     table = pa.concat_tables(batches, promote_options="default")
-    return CandidateTable.from_arrow(table, source=source.name, csv_lines=source.where(0))
+    return CandidateTable(**validate_arrow(table, source.name, source.where(0), source.columns))

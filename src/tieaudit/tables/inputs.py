@@ -5,7 +5,8 @@ dataset, hive-partitioned as data lakes write them: ``key=value`` folders become
 percent-decoded, ``__HIVE_DEFAULT_PARTITION__`` null; files and folders whose names start with
 ``.`` or ``_`` skipped, as pyarrow's datasets skip them), a glob naming files or folders, a
 pyarrow Table, RecordBatchReader or dataset (``pyarrow.dataset``), or a pandas or polars
-DataFrame. Only the columns a candidates table reads are read (the others are never typed);
+DataFrame. Only the columns a candidates table reads are read (the others are never typed),
+under the table's own names (:class:`tieaudit.tables.columns.Columns`), and given the format's;
 the files of a folder or glob may give a column different types that read as one (``string``
 and ``large_string``, dictionary-encoded, ``int8`` and ``int64``, ``float32`` and ``float64``,
 text beside numbers: :func:`_common_types`). Its records are read as Arrow record batches in
@@ -34,20 +35,22 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .columns import FORMAT, Columns
 from .read import (
-    REQUIRED_COLUMNS,
     CandidateError,
     FileRecords,
     LineMap,
     Records,
     ShiftedLines,
+    FILE_TYPES,
     file_batches,
+    file_columns,
     file_lines,
     file_info,
+    file_type,
     frame_to_arrow,
     name_records,
     parquet_columns,
-    read_columns,
 )
 
 __all__ = [
@@ -78,6 +81,9 @@ class Source:
     batches: Callable[[], Iterator[pa.RecordBatch | pa.Table]]
     n_lines: int | None
     csv_path: Path | None = None
+    #: The source's own column names, resolved (:meth:`tieaudit.tables.columns.Columns.resolve`):
+    #: its batches are under the format's names, its errors use these.
+    columns: Columns = FORMAT
     #: Whether :attr:`batches` may be called again (a RecordBatchReader is read once).
     rereadable: bool = True
     #: The source's one file when it is a Parquet file: chunks can be read from it by row
@@ -107,8 +113,34 @@ class Source:
         return f"{'line' if self.csv_path else 'record'} {number}"
 
 
-def _table_source(table: pa.Table, name: str) -> Source:
-    return Source(name, lambda: iter(table.to_batches(max_chunksize=BATCH_LINES)), table.num_rows)
+def _table_source(table: pa.Table, name: str, columns: Columns,
+                  said: Columns | None = None) -> Source:  # fmt: skip
+    """The source of an Arrow table under its own names ``columns`` (``said``: those its errors
+    name, when another table's: a frame's)."""
+    done = _resolved(columns, table.column_names, name)
+    if done is not None:
+        table = done.canonical(table, name)
+    return Source(name, lambda: iter(table.to_batches(max_chunksize=BATCH_LINES)), table.num_rows,
+                  columns=said or done or FORMAT)  # fmt: skip
+
+
+def _resolved(columns: Columns, names: list[str], name: str) -> Columns | None:
+    """``columns`` resolved for an Arrow input with the columns ``names``; ``None`` when they
+    are the format's and one is missing: the input is then read as it is (as a row check reads
+    a table of row ids alone), and validating its chunks names what is missing."""
+    try:
+        return columns.resolve(names, name)
+    except CandidateError:
+        if not columns.is_default:
+            raise
+        return None
+
+
+def _renamed(batches: Iterator[pa.RecordBatch | pa.Table], columns: Columns | None,
+             name: str) -> Iterator[pa.RecordBatch | pa.Table]:  # fmt: skip
+    """``batches`` under the format's names (``columns``: resolved; ``None``: as they are)."""
+    for batch in batches:
+        yield batch if columns is None else columns.canonical(batch, name)
 
 
 #: Names of files and folders a folder's reader skips, as pyarrow's datasets do
@@ -117,7 +149,7 @@ def _table_source(table: pa.Table, name: str) -> Source:
 IGNORED_PREFIXES = (".", "_")
 #: The partition value hive writers (Hive, Spark, pyarrow) give a null.
 HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
-_DATA_SUFFIXES = (".parquet", ".pq", ".csv", ".csv.gz")
+_DATA_SUFFIXES = tuple(FILE_TYPES)
 
 
 def _skipped(name: str) -> bool:
@@ -129,12 +161,13 @@ def _is_data(path: Path) -> bool:
     (a writer's empty partition) with no records."""
     if not "".join(path.suffixes[-2:]).lower().endswith(_DATA_SUFFIXES) or not path.is_file():
         return False
-    return not (path.stat().st_size == 0 and ".csv" in "".join(path.suffixes[-2:]).lower())
+    return not (path.stat().st_size == 0 and file_type(path) != "parquet")
 
 
 def folder_files(folder: Path) -> list[Path]:
-    """The candidates files below ``folder`` (``.parquet``, ``.pq``, ``.csv``, ``.csv.gz``) in
-    name order, skipping the files and folders whose names start with ``.`` or ``_``."""
+    """The candidates files below ``folder`` (``.parquet``, ``.pq``, ``.csv``, ``.csv.gz``,
+    ``.tsv``, ``.tsv.gz``) in name order, skipping the files and folders whose names start with
+    ``.`` or ``_``."""
     found = []
     for top, dirs, names in os.walk(folder):
         dirs[:] = [d for d in dirs if not _skipped(d)]
@@ -219,10 +252,11 @@ class PathInput:
         return None
 
 
-def _hive_columns(path: Path, root: Path) -> dict[str, str | None]:
+def _hive_columns(path: Path, root: Path,
+                  columns: Columns = FORMAT) -> dict[str, str | None]:  # fmt: skip
     """The ``key=value`` folders between ``root`` and ``path`` that name a column a candidates
-    table reads, decoded as hive writers encode them (URL percent-encoding;
-    :data:`HIVE_NULL` is null)."""
+    table reads (:meth:`Columns.wanted`), decoded as hive writers encode them (URL
+    percent-encoding; :data:`HIVE_NULL` is null)."""
     out: dict[str, str | None] = {}
     for part in path.relative_to(root).parts[:-1]:
         if "=" not in part:
@@ -232,7 +266,7 @@ def _hive_columns(path: Path, root: Path) -> dict[str, str | None]:
         except UnicodeDecodeError:
             raise CandidateError(f"{path.parent}: the folder name {part!r} is not UTF-8 text once "
                                  "percent-decoded") from None  # fmt: skip
-        if read_columns([key], str(path)):
+        if columns.wanted(key):
             out[key] = None if value == HIVE_NULL else value
     return out
 
@@ -293,40 +327,39 @@ def _conform(col: pa.Array | pa.ChunkedArray, target: pa.DataType) -> pa.Array |
     return pc.cast(col, target)
 
 
-def _paths_source(given: PathInput) -> Source:
+def _paths_source(given: PathInput, columns: Columns) -> Source:
     """The source of the files of a folder or glob, read one after the other in name order as
-    one table: their read columns (:func:`tieaudit.tables.read.read_columns`) with the types
-    of :func:`_common_types` and the hive columns of their folders; errors name each file."""
+    one table: their read columns (:meth:`tieaudit.tables.columns.Columns.read`) with the types
+    of :func:`_common_types` and the hive columns of their folders, under the format's names;
+    errors name each file."""
     files = given.files
     name = given.name
     if not files:
-        raise CandidateError(f"{name}: no candidates files (.parquet, .pq, .csv, .csv.gz) found")
-    keys = [_hive_columns(f, root) if root is not None else {} for f, root in files]
+        raise CandidateError(f"{name}: no candidates files ({', '.join(FILE_TYPES)}) found")
+    keys = [_hive_columns(f, root, columns) if root is not None else {} for f, root in files]
     schemas, counts = [], []
     for (f, _), hive in zip(files, keys, strict=True):
-        schema, n_lines = file_info(f)
+        schema, n_lines = file_info(f, columns)
         counts.append(n_lines)
         for k, v in hive.items():
             if k in schema.names:
                 continue
-            if v is None and k in REQUIRED_COLUMNS:
+            if v is None and k in columns.names:
                 raise CandidateError(
                     f"{f.parent}: {k} is null ({HIVE_NULL}) for every line of the files in "
                     f"this folder; every line needs a {k}"
                 )
             schema = schema.append(pa.field(k, pa.string()))
-        missing = [c for c in REQUIRED_COLUMNS if c not in schema.names]
-        if missing:
-            raise CandidateError(
-                f"{f}: missing column(s) {', '.join(missing)}; a candidates table needs "
-                f"{', '.join(REQUIRED_COLUMNS)}"
-            )
+        # each file has every part (the error lists every column of the file)
+        columns.resolve(schema.names, str(f), file_columns(f) + [k for k in hive
+                                                                 if k not in schema.names])
         schemas.append((f, schema))
     common = _common_types(schemas, name)
+    done = columns.resolve(common.names, name)
     starts: list[tuple[int, str, bool] | None] = [None] * len(files)
 
     def conform(table: pa.Table, f: Path, hive: dict[str, str | None]) -> pa.Table:
-        columns = []
+        arrays = []
         for field in common:
             if field.name in table.column_names:
                 col = table.column(field.name)
@@ -335,62 +368,72 @@ def _paths_source(given: PathInput) -> Source:
             else:  # a count column some files do not have: missing, as validation says
                 col = pa.nulls(table.num_rows, field.type)
             try:
-                columns.append(_conform(col, field.type))
+                arrays.append(_conform(col, field.type))
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
                 raise CandidateError(
                     f"{f}: column {field.name} ({col.type}) cannot be read as {field.type}, the "
                     f"type other files of {name} give it: {exc}"
                 ) from None
-        return pa.Table.from_arrays(columns, schema=common)
+        return done.canonical(pa.Table.from_arrays(arrays, schema=common), str(f))
 
     def batches() -> Iterator[pa.Table]:
         line = 0
         for i, ((f, _), hive) in enumerate(zip(files, keys, strict=True)):
             starts[i] = (line, str(f), counts[i] is None)
-            for b in file_batches(f, BATCH_LINES):
+            for b in file_batches(f, BATCH_LINES, columns):
                 table = conform(pa.Table.from_batches([b]), f, hive)
                 line += table.num_rows
                 yield table
 
     total = None if any(c is None for c in counts) else sum(counts)
-    return Source(name, batches, total, file_starts=starts)
+    return Source(name, batches, total, file_starts=starts, columns=done)
 
 
-def _file_source(path: Path, name: str) -> Source:
+def _file_source(path: Path, name: str, columns: Columns) -> Source:
     """The source of one candidates file: a CSV file's errors name its lines, a Parquet file
     can be read by row groups (:func:`plan_spans`)."""
     n_lines = file_lines(path)
     csv_path = path if n_lines is None else None
     parquet_path = path if n_lines is not None else None
-    return Source(name, lambda: file_batches(path, BATCH_LINES), n_lines, csv_path,
-                  parquet_path=parquet_path)  # fmt: skip
+    done = columns.resolve(file_info(path, columns)[0].names, name, file_columns(path))
+    return Source(name, lambda: _renamed(file_batches(path, BATCH_LINES, columns), done, name),
+                  n_lines, csv_path, parquet_path=parquet_path, columns=done)  # fmt: skip
 
 
-def open_source(data: Any) -> Source:
+def open_source(data: Any, columns: Columns | None = None) -> Source:
     """The :class:`Source` of a path (file, folder, glob: :class:`PathInput`), a pyarrow Table,
     RecordBatchReader or dataset (``pyarrow.dataset``), or a DataFrame (pandas, or any with
-    ``to_arrow()`` such as polars)."""
+    ``to_arrow()`` such as polars); ``columns`` names its own columns (default: the format's),
+    its batches have the format's."""
+    columns = columns or Columns()
     if isinstance(data, pa.Table):
-        return _table_source(data, "<table>")
+        return _table_source(data, "<table>", columns)
     if isinstance(data, pa.RecordBatchReader):  # read once, as it streams
-        return Source("<batches>", lambda: iter(data), None, rereadable=False)
+        done = _resolved(columns, data.schema.names, "<batches>")
+        return Source("<batches>", lambda: _renamed(iter(data), done, "<batches>"), None,
+                      rereadable=False, columns=done or FORMAT)  # fmt: skip
     import pyarrow.dataset as ds
 
     if isinstance(data, ds.Dataset):  # in order: files, then records; partition keys are columns
-        return Source("<dataset>", lambda: data.to_batches(batch_size=BATCH_LINES),
-                      data.count_rows())  # fmt: skip
+        done = _resolved(columns, data.schema.names, "<dataset>")
+        read = columns.read(data.schema.names, "<dataset>")
+        return Source("<dataset>", lambda: _renamed(data.to_batches(
+            columns=read, batch_size=BATCH_LINES), done, "<dataset>"), data.count_rows(),
+            columns=done or FORMAT)  # fmt: skip
     if isinstance(data, pd.DataFrame):
-        return _table_source(frame_to_arrow(data, "<frame>"), "<frame>")
+        done = columns.resolve([str(c) for c in data.columns], "<frame>")
+        return _table_source(frame_to_arrow(data, "<frame>", done), "<frame>", FORMAT,
+                             done)  # fmt: skip
     if hasattr(data, "to_arrow") and not isinstance(data, (str, os.PathLike)):
-        return _table_source(data.to_arrow(), "<frame>")
+        return _table_source(data.to_arrow(), "<frame>", columns)
     given = PathInput.of(str(data))
     if given.pattern is None and not given.folders:
-        return _file_source(given.files[0][0], given.name)
+        return _file_source(given.files[0][0], given.name, columns)
     if len(given.files) == 1:  # a folder or glob of one file, no hive column: that file
         ((f, root),) = given.files
-        if root is None or not _hive_columns(f, root):
-            return _file_source(f, str(f))
-    return _paths_source(given)
+        if root is None or not _hive_columns(f, root, columns):
+            return _file_source(f, str(f), columns)
+    return _paths_source(given, columns)
 
 
 def _row_starts(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
@@ -697,13 +740,16 @@ class RowCheck:
 
     def _refuse(self, row: Any, pos: int, offset: int, before: str | None = None) -> None:
         where = name_records(self.source.name, np.array([pos]), self.source.where(offset))
-        what = f"row {str(row)!r}" if before is None else f"the row read at {before}"
+        col = self.source.columns.name("row")
+        part, why = ("user", " (each user is one row: the table has no row column)") \
+            if self.source.columns.users_as_rows else ("row", "")  # fmt: skip
+        what = f"{part} {str(row)!r}" if before is None else f"the {part} read at {before}"
         raise CandidateError(
-            f"{where}: {what} comes back after other rows; "
+            f"{where}: {what} comes back after other {part}s{why}; "
             "read in chunks of whole rows, a row's lines must be contiguous: sort the lines by "
-            "row with a stable sort (keeping each row's stored order, which input_order uses), "
-            "e.g. pandas frame.sort_values('row', kind='stable'), or evaluate in one chunk "
-            "(a --chunk-rows or --memory large enough for every row)"
+            f"{col} with a stable sort (keeping each row's stored order, which input_order "
+            f"uses), e.g. pandas frame.sort_values({col!r}, kind='stable'), or evaluate in one "
+            "chunk (a --chunk-rows or --memory large enough for every row)"
         )
 
 
@@ -745,40 +791,45 @@ def _same_run(col: pa.ChunkedArray | pa.Array, row: Any) -> int:
     return int(inner[0]) if len(inner) else len(col)
 
 
-def read_span(path: Path, span: Span) -> tuple[pa.Table | None, int]:
-    """The lines of the rows of ``span`` (``None``: a row begun before it fills it) and the
-    record offset of the first; row groups are read in this process, one span at a time."""
+def read_span(path: Path, span: Span,
+              columns: Columns = FORMAT) -> tuple[pa.Table | None, int]:  # fmt: skip
+    """The lines of the rows of ``span`` (``None``: a row begun before it fills it) under the
+    format's names (``columns``: the file's own, resolved) and the record offset of the first;
+    row groups are read in this process, one span at a time."""
     from ..common.parquet import parquet_file
 
+    key = columns.name("row")  # the file's row column (the user's: each user one row)
     try:
         pf = parquet_file(path)
         meta = pf.metadata
-        columns = parquet_columns(pf, path)
-        table = pf.read_row_groups(list(range(span.start, span.stop)), columns=columns)
+        read = parquet_columns(pf, path, columns)
+        table = pf.read_row_groups(list(range(span.start, span.stop)), columns=read)
         if not table.num_rows:
             return None, span.line
-        if "row" not in table.column_names:
-            return table, span.line
-        col = table.column("row")
+        if key not in table.column_names:
+            return columns.canonical(table, str(path)), span.line
+        col = table.column(key)
         lead = 0
         # lines that finish the row the span before began (empty row groups skipped, as an
         # empty shard written with ParquetWriter has them)
         before = next((g for g in range(span.start - 1, -1, -1) if meta.row_group(g).num_rows),
                       None)  # fmt: skip
         if before is not None:
-            lead = _same_run(col, pf.read_row_group(before, columns=["row"]).column("row")[-1]
+            lead = _same_run(col, pf.read_row_group(before, columns=[key]).column(key)[-1]
                              .as_py())  # fmt: skip
         if lead == table.num_rows:
             return None, span.line
         parts, last = [table.slice(lead)], col[-1].as_py()
         for g in range(span.stop, meta.num_row_groups):  # the last row, continued
-            more = _same_run(pf.read_row_group(g, columns=["row"]).column("row"), last)
+            more = _same_run(pf.read_row_group(g, columns=[key]).column(key), last)
             if more:
-                parts.append(pf.read_row_group(g, columns=columns).slice(0, more))
+                parts.append(pf.read_row_group(g, columns=read).slice(0, more))
             if more < meta.row_group(g).num_rows:
                 break
         whole = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
     except (pa.ArrowInvalid, OSError) as exc:
         raise CandidateError(f"{path}: cannot read: {exc}") from None
-    return whole, span.line + lead
+    return columns.canonical(whole, str(path)), span.line + lead
+
+
 hive_columns = _hive_columns  # the hive columns of a file below a folder (a name the engines read)

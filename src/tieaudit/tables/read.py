@@ -1,10 +1,11 @@
-"""Reading and validating candidates: CSV and Parquet files and DataFrames into the fields of a
-:class:`tieaudit.tables.candidates.CandidateTable`.
+"""Reading and validating candidates: CSV, TSV and Parquet files and DataFrames into the fields
+of a :class:`tieaudit.tables.candidates.CandidateTable`.
 
 The format is described in :mod:`tieaudit.tables.candidates`, which re-exports the names here that are
-part of it (the column names, :class:`CandidateError`). Every error names the file (or
-``<frame>``) and the offending lines (CSV, counted from 1 with the header as line 1) or records
-(Parquet and DataFrames, counted from 1).
+part of it (the column names, :class:`CandidateError`). A table's own column names are read
+under the format's (:class:`tieaudit.tables.columns.Columns`). Every error names the file (or
+``<frame>``) and the offending lines (CSV and TSV, counted from 1 with the header as line 1) or
+records (Parquet and DataFrames, counted from 1), and the table's own name of a column.
 """
 
 from __future__ import annotations
@@ -12,8 +13,8 @@ from __future__ import annotations
 import bisect
 import gzip
 import os
-from collections import Counter
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -24,21 +25,25 @@ import pyarrow.compute as pc
 
 from ..common.files import input_problem, is_gzip
 from ..common.numbers import INEXACT, inexact_integer, not_a_number_text, number_text
+from .columns import (
+    FORMAT,
+    COUNT_COLUMNS,
+    REQUIRED_COLUMNS,
+    SUMMARY_COUNT_COLUMNS,
+    CandidateError,
+    Columns,
+    check_unique_columns,
+    is_count_column,
+)
 from .summary import BEFORE_PREFIX, check_recorded, column_rule, recorded_columns
 
 __all__ = [
     "CandidateError", "REQUIRED_COLUMNS", "COUNT_COLUMNS", "SUMMARY_COUNT_COLUMNS",
     "BEFORE_PREFIX", "BEFORE_RULES", "LineMap", "Records", "ShiftedLines", "frame_to_arrow",
     "validate_arrow", "read_arrow", "file_batches", "file_lines", "file_info", "read_columns",
-    "parquet_columns", "FileRecords", "name_records",
+    "parquet_columns", "FileRecords", "name_records", "Grades", "FILE_TYPES", "file_type", "file_columns",
 ]  # fmt: skip
 
-#: The columns every candidates table has (see the module docstring).
-REQUIRED_COLUMNS = ("row", "user_id", "item_id", "label", "score")
-#: Optional per-row counts (see the module docstring).
-COUNT_COLUMNS = ("n_relevant", "n_higher", "n_lower")
-#: Per-row counts of a summary table (see the module docstring).
-SUMMARY_COUNT_COLUMNS = ("n_tied", "n_modal", "k_max")
 #: The built-in rule kinds a ``before:RULE`` column may describe: those a full-catalog
 #: reduction records (:func:`tieaudit.tables.summary.recorded_columns`).
 BEFORE_RULES = tuple(c.rule for c in recorded_columns())
@@ -46,11 +51,27 @@ _ID_COLUMNS = ("row", "user_id", "item_id")
 _SHOW = 5  # offending lines named in an error message
 
 
-class CandidateError(ValueError):
-    """A candidates table that cannot be evaluated; the message names the file and lines."""
-
-
 LineMap = Callable[[np.ndarray], list[int]]
+
+
+@dataclass(frozen=True, eq=False)
+class Grades:
+    """Graded relevance (a table whose labels are not all 0 and 1): ``line``, each stored line's
+    label as a number (relevant above 0; nDCG's gain), and the rows (``unstored_row``, codes) and
+    grades (``unstored``) of relevant items that are not stored (TREC: judged relevant, not
+    retrieved), which count in the ideal DCG."""
+
+    line: np.ndarray
+    unstored_row: np.ndarray
+    unstored: np.ndarray
+
+    def take(self, order: np.ndarray) -> Grades:
+        """The same grades with the lines in ``order``."""
+        return replace(self, line=self.line[order])
+
+
+#: Label text read as a truth value (as pandas, Spark and R write booleans).
+_TRUE, _FALSE = ("True", "true", "TRUE"), ("False", "false", "FALSE")
 
 
 class Records:
@@ -231,22 +252,20 @@ def _text_order(values: np.ndarray) -> np.ndarray | None:
     return np.lexsort(keys)
 
 
-def frame_to_arrow(frame: pd.DataFrame, source: str = "<frame>") -> pa.Table:
-    """A DataFrame's candidate columns as an Arrow table (the five columns and the optional
-    counts), checked for what Arrow would lose: missing or repeated columns, and an id column
-    mixing text and integers."""
-    missing = [c for c in REQUIRED_COLUMNS if c not in frame.columns]
-    if missing:
-        raise CandidateError(
-            f"{source}: missing column(s) {', '.join(missing)}; "
-            f"a candidates table needs {', '.join(REQUIRED_COLUMNS)}"
-        )
-    _check_unique_columns([str(c) for c in frame.columns], source)
+def frame_to_arrow(frame: pd.DataFrame, source: str = "<frame>",
+                   columns: Columns | None = None) -> pa.Table:  # fmt: skip
+    """A DataFrame's candidate columns as an Arrow table under the format's names (the five and
+    the optional counts; ``columns``: the frame's own names, :class:`Columns`), checked for what
+    Arrow would lose: missing or repeated columns, and an id column mixing text and integers."""
+    columns = columns or Columns()
+    names = [str(c) for c in frame.columns]
+    read = columns.read(names, source)
+    done = columns.resolve(names, source)
+    ids = {done.name(p) for p in _ID_COLUMNS}
     data = {}
-    optional = tuple(str(c) for c in frame.columns if _is_count_column(str(c)))
-    for c in REQUIRED_COLUMNS + optional:
-        col = frame[c]
-        if c in _ID_COLUMNS:
+    for c in read:
+        col = frame[frame.columns[names.index(c)]]
+        if c in ids:
             _check_one_id_type(col, c, source)
             try:
                 arr = pa.array(col, from_pandas=True)
@@ -260,24 +279,26 @@ def frame_to_arrow(frame: pd.DataFrame, source: str = "<frame>") -> pa.Table:
                 # integers beyond 64 bits: as text, so the numeric checks name the record
                 arr = pa.array([None if pd.isna(v) else str(v) for v in col], pa.string())
         data[c] = arr
-    return pa.table(data)
+    return done.canonical(pa.table(data), source)
 
 
 def validate_arrow(
-    table: pa.Table, source: str = "<table>", csv_lines: bool | LineMap = False
+    table: pa.Table, source: str = "<table>", csv_lines: bool | LineMap = False,
+    columns: Columns | None = None, unstored: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> dict[str, Any]:
-    """Validate an Arrow table of candidates: the fields of a ``CandidateTable`` by name.
+    """Validate an Arrow table of candidates under the format's names: the fields of a
+    ``CandidateTable`` by name.
 
     ``csv_lines`` makes errors name 1-based file lines (True: one line per record below a header;
-    or a function from record positions to lines); else records, counted from 1.
+    or a function from record positions to lines); else records, counted from 1. ``columns``
+    (resolved, :meth:`Columns.resolve`): the names the table had where it was read, which errors
+    use. ``unstored``: the row ids and grades of relevant items not stored (TREC: judged, not
+    retrieved; :mod:`tieaudit.tables.trec`), which a graded table's ``n_relevant`` counts.
     """
-    missing = [c for c in REQUIRED_COLUMNS if c not in table.column_names]
-    if missing:
-        raise CandidateError(
-            f"{source}: missing column(s) {', '.join(missing)}; "
-            f"a candidates table needs {', '.join(REQUIRED_COLUMNS)}"
-        )
-    _check_unique_columns(table.column_names, source)
+    check_unique_columns(table.column_names, source)
+    Columns().resolve(table.column_names, source)  # a part missing: named, with the options
+    FORMAT.resolve(table.column_names, source)  # every part under its own name, the row too
+    say = (columns or FORMAT).name
     if table.num_rows == 0:
         raise CandidateError(f"{source}: no candidates (the table is empty)")
 
@@ -290,34 +311,33 @@ def validate_arrow(
     for c in _ID_COLUMNS:
         col = table.column(c)
         if pa.types.is_integer(col.type):  # encoded as integers, written as text once encoded
-            bad(pc.is_null(col).to_numpy(zero_copy_only=False), f"missing {c}")
+            bad(pc.is_null(col).to_numpy(zero_copy_only=False), f"missing {say(c)}")
             ids[c] = col
             continue
         if not pa.types.is_string(col.type) and not pa.types.is_large_string(col.type):
-            col = _id_text(col, c, source, csv_lines)
+            col = _id_text(col, say(c), source, csv_lines)
         missing = pc.fill_null(pc.or_kleene(pc.is_null(col), pc.equal(col, "")), True)
-        bad(missing.to_numpy(zero_copy_only=False), f"missing {c}")
+        bad(missing.to_numpy(zero_copy_only=False), f"missing {say(c)}")
         ids[c] = col
 
-    label_col = table.column("label")
-    score_col = table.column("score")
-    label = _numeric(label_col, "label", source, csv_lines)
-    score = _numeric(score_col, "score", source, csv_lines)
-    bad(np.isnan(label), "missing label")
-    bad(~np.isin(label, (0.0, 1.0)), "label must be 0 or 1")
-    bad(np.isnan(score), "missing or NaN score")
+    label = _numeric(_truth_text(table.column("label")), say("label"), source, csv_lines)
+    score = _numeric(table.column("score"), say("score"), source, csv_lines)
+    bad(np.isnan(label), f"missing {say('label')}")
+    bad(~(label >= 0.0) | np.isinf(label), f"{say('label')} must be a number >= 0 (0 or False: "
+        "not relevant; 1, True or a grade above 0: relevant)")  # fmt: skip
+    bad(np.isnan(score), f"missing or NaN {say('score')}")
 
     row, row_ids = _encode(ids["row"], sort=False)
     user, user_ids = _encode(ids["user_id"], sort=False)
     item, item_ids = _encode(ids["item_id"], sort=True)
-    is_pos = label == 1.0
+    is_pos = label > 0.0
     first_line = np.full(len(row_ids), len(row), dtype=np.int64)
     np.minimum.at(first_line, row, np.arange(len(row)))
 
     counts: dict[str, np.ndarray] = {}
     before: dict[str, np.ndarray] = {}
     for c in table.column_names:
-        if not _is_count_column(c):
+        if not is_count_column(c):
             continue
         v = _numeric(table.column(c), c, source, csv_lines)
         bad(np.isnan(v), f"missing {c}")
@@ -336,15 +356,15 @@ def validate_arrow(
             names = ", ".join(repr(str(row_ids[r])) for r in rows[:_SHOW])
             more = f" (and {len(rows) - _SHOW} more rows)" if len(rows) > _SHOW else ""
             raise CandidateError(
-                f"{_where(source, first_line[rows[:_SHOW]], csv_lines)}: row {names}{more} "
-                f"has {what}; {need}"
+                f"{_where(source, first_line[rows[:_SHOW]], csv_lines)}: {say('row')} "
+                f"{names}{more} has {what}; {need}"
             )
 
     n_pos = np.bincount(row, weights=is_pos, minlength=len(row_ids)).astype(np.int64)
     n_rel = counts.get("n_relevant")
-    need = "each row needs at least one relevant item (label 1)"
+    need = f"each {say('row')} needs at least one relevant item ({say('label')} above 0)"
     if n_rel is None:
-        bad_rows(np.flatnonzero(n_pos == 0), "no positive (label 1)", need)
+        bad_rows(np.flatnonzero(n_pos == 0), f"no positive ({say('label')} above 0)", need)
     else:
         bad_rows(np.flatnonzero(n_rel == 0), "n_relevant 0 (no relevant item)", need)
 
@@ -355,12 +375,12 @@ def validate_arrow(
     if len(dup_sorted):
         pos = np.sort(order[dup_sorted])
         raise CandidateError(
-            f"{_where(source, pos, csv_lines)}: duplicate (row, item_id), e.g. row "
-            f"{str(row_ids[row[pos[0]]])!r} item {str(item_ids[item[pos[0]]])!r}"
+            f"{_where(source, pos, csv_lines)}: duplicate ({say('row')}, {say('item_id')}), e.g. "
+            f"{say('row')} {str(row_ids[row[pos[0]]])!r} item {str(item_ids[item[pos[0]]])!r}"
         )
 
     # One user per row.
-    bad(user != user[first_line][row], "user_id differs from the row's first line")
+    bad(user != user[first_line][row], f"{say('user_id')} differs from the row's first line")
     if n_rel is not None:  # after the duplicates, which would inflate the relevant lines
         bad_rows(
             np.flatnonzero(n_rel < n_pos),
@@ -368,8 +388,13 @@ def validate_arrow(
             "n_relevant counts every relevant item of the row, stored or not",
         )
 
+    grade = _grades(label, n_pos, n_rel, unstored, row_ids, bad_rows)
     if "n_tied" in counts:
         _check_summary(row, is_pos, row_ids, counts, before, bad_rows)
+        if grade is not None:
+            bad_rows(np.unique(row[(label != 0.0) & (label != 1.0)]), f"a graded {say('label')}",
+                     "a summary table (with n_tied) stores one line per row, its relevant item, "
+                     "labelled 1 (with one relevant item a row no measure depends on its grade)")
     elif before or "n_modal" in counts or "k_max" in counts:
         extra = sorted([BEFORE_PREFIX + r for r in before]
                        + [c for c in counts if c in ("n_modal", "k_max")])  # fmt: skip
@@ -379,7 +404,31 @@ def validate_arrow(
         )
     return dict(row=row, user=user, item=item, label=is_pos, score=score, row_ids=row_ids,
                 user_ids=user_ids, item_ids=item_ids, source=source, **counts,
-                before=before)  # fmt: skip
+                before=before, grades=grade)  # fmt: skip
+
+
+def _grades(label: np.ndarray, n_pos: np.ndarray, n_rel: np.ndarray | None,
+            unstored: tuple[np.ndarray, np.ndarray] | None, row_ids: np.ndarray,
+            bad_rows: Callable[..., None]) -> Grades | None:  # fmt: skip
+    """The table's grades (``None``: every label is 0 or 1 and so is every unstored grade): a
+    row's relevant items not stored must have their grades given (``unstored``), else its ideal
+    DCG is not known."""
+    if unstored is None:
+        unstored = (np.zeros(0, np.int64), np.zeros(0, np.float64))
+    else:  # row ids to codes
+        code = {str(r): i for i, r in enumerate(row_ids)}
+        unstored = (np.array([code[str(r)] for r in unstored[0]], dtype=np.int64),
+                    np.asarray(unstored[1], dtype=np.float64))  # fmt: skip
+    if np.all((label == 0.0) | (label == 1.0)) and np.all(unstored[1] == 1.0):
+        return None
+    if n_rel is not None:
+        known = n_pos + np.bincount(unstored[0], minlength=len(row_ids))
+        bad_rows(
+            np.flatnonzero(n_rel != known), "n_relevant above its relevant lines and graded labels",
+            "the grades of relevant items not stored are not known, nor is the ideal DCG: store "
+            "every relevant item, or give labels 0 and 1",
+        )  # fmt: skip
+    return Grades(label, *unstored)
 
 
 def _id_text(
@@ -431,24 +480,11 @@ def _check_one_id_type(col: pd.Series, name: str, source: str) -> None:
             )
 
 
-def _check_unique_columns(names: list[str], source: str) -> None:
-    """A column name given twice (e.g. a repeated CSV header field) is an error."""
-    twice = sorted(c for c, n in Counter(names).items() if n > 1)
-    if twice:
-        raise CandidateError(f"{source}: column(s) {', '.join(twice)} given more than once")
-
-
-def _is_count_column(name: str) -> bool:
-    return name in COUNT_COLUMNS or name in SUMMARY_COUNT_COLUMNS or name.startswith(BEFORE_PREFIX)
-
-
-def read_columns(names: list[str], source: str) -> list[str]:
-    """The columns of ``names`` a candidates reader reads (the five and the counts), in their
-    order: the others are never read nor typed. One of them given twice is an error naming
-    ``source``."""
-    read = [c for c in names if c in REQUIRED_COLUMNS or _is_count_column(c)]
-    _check_unique_columns(read, source)
-    return read
+def read_columns(names: list[str], source: str, columns: Columns | None = None) -> list[str]:
+    """The columns of ``names`` a candidates reader reads (those that may play a part,
+    ``columns`` naming them, and the counts), in their order: the others are never read nor
+    typed. One of them given twice is an error naming ``source``."""
+    return (columns or Columns()).read(names, source)
 
 
 def _before_rule(column: str, source: str) -> str:
@@ -477,6 +513,19 @@ def _check_summary(row, is_pos, row_ids, counts, before, bad_rows) -> None:
             "n_modal outside 1 + n_tied .. max(1 + n_tied, n_higher, n_lower)",
             "n_modal is the size of the row's largest group of equal scores",
         )
+
+
+def _truth_text(col: pa.ChunkedArray) -> pa.ChunkedArray:
+    """A label column of text with ``True``/``False`` (``true``, ``TRUE``, ...) as ``1``/``0``;
+    other columns as they are."""
+    if not (pa.types.is_string(col.type) or pa.types.is_large_string(col.type)):
+        return col
+    true = pc.is_in(col, pa.array(_TRUE, col.type))
+    false = pc.is_in(col, pa.array(_FALSE, col.type))
+    if not (pc.any(true).as_py() or pc.any(false).as_py()):
+        return col
+    return pc.if_else(true, pa.scalar("1", col.type), pc.if_else(false, pa.scalar("0", col.type),
+                                                                  col))  # fmt: skip
 
 
 def _numeric(
@@ -524,31 +573,43 @@ def _csv_stream(path: Path) -> pa.NativeFile:
     return pa.input_stream(str(path), compression="gzip" if is_gzip(path) else None)
 
 
+def _csv_parse(path: Path, **options: Any) -> Any:
+    """How a CSV or TSV file's fields are split: by commas, or by tabs for ``.tsv`` and
+    ``.tsv.gz`` (a quoted field may hold either, as CSV quotes it)."""
+    import pyarrow.csv as pacsv
+
+    return pacsv.ParseOptions(delimiter="\t" if file_type(path) == "tsv" else ",", **options)
+
+
 def _csv_header(path: Path, read: Any = None) -> list[str]:
     """The column names of a CSV file's header (none for an empty file)."""
     import pyarrow.csv as pacsv
 
     if not path.stat().st_size:
         return []
-    with _csv_stream(path) as fh:
-        return pacsv.open_csv(fh, read_options=read).schema.names
+    try:
+        with _csv_stream(path) as fh:
+            return pacsv.open_csv(fh, read_options=read,
+                                  parse_options=_csv_parse(path)).schema.names  # fmt: skip
+    except pa.ArrowInvalid as exc:  # the reader parses a first block: a bad line in it
+        raise CandidateError(f"{path}: {_csv_problem(path, exc)}") from None
 
 
-def _csv_convert(path: Path, read: Any = None) -> Any:
+def _csv_convert(path: Path, columns: Columns, read: Any = None) -> Any:
     """How a CSV file's columns are read: only those a candidates table reads
-    (:func:`read_columns`; the others are never typed), ids as text, and label, score and the
+    (:meth:`Columns.read`; the others are never typed), ids as text, and label, score and the
     counts as text too (they are checked against the number grammar, and errors can name the
     line)."""
     import pyarrow.csv as pacsv
 
-    columns = read_columns(_csv_header(path, read), str(path))
+    names = columns.read(_csv_header(path, read), str(path))
     return pacsv.ConvertOptions(
-        column_types=dict.fromkeys(columns, pa.string()), include_columns=columns,
+        column_types=dict.fromkeys(names, pa.string()), include_columns=names,
         strings_can_be_null=False, quoted_strings_can_be_null=False,
     )  # fmt: skip
 
 
-def _csv_batches(path: Path, name: str) -> Iterator[pa.RecordBatch]:
+def _csv_batches(path: Path, name: str, columns: Columns) -> Iterator[pa.RecordBatch]:
     """The records of a CSV file as record batches, one per block, columns read as
     :func:`_csv_convert` says (a file without records: one empty batch, which carries the
     columns). A line longer than a block: the file is read again with blocks 4 times larger,
@@ -561,8 +622,8 @@ def _csv_batches(path: Path, name: str) -> Iterator[pa.RecordBatch]:
         try:
             read, seen = pacsv.ReadOptions(block_size=block), 0
             with _csv_stream(path) as fh:
-                reader = pacsv.open_csv(fh, read_options=read,
-                                        convert_options=_csv_convert(path, read))  # fmt: skip
+                reader = pacsv.open_csv(fh, read_options=read, parse_options=_csv_parse(path),
+                                        convert_options=_csv_convert(path, columns, read))  # fmt: skip
                 for batch in reader:
                     if seen + batch.num_rows > given:
                         part = batch.slice(max(given - seen, 0))
@@ -577,10 +638,6 @@ def _csv_batches(path: Path, name: str) -> Iterator[pa.RecordBatch]:
                 block *= 4
                 continue
             raise CandidateError(f"{name}: {_csv_problem(path, exc, block)}") from None
-
-
-def _csv_table(path: Path, name: str) -> pa.Table:
-    return pa.Table.from_batches(list(_csv_batches(path, name)))
 
 
 def _csv_problem(path: Path, exc: pa.ArrowInvalid, block: int = _CSV_BLOCK) -> str:
@@ -600,7 +657,7 @@ def _csv_problem(path: Path, exc: pa.ArrowInvalid, block: int = _CSV_BLOCK) -> s
             pacsv.read_csv(
                 fh,
                 read_options=pacsv.ReadOptions(use_threads=False, block_size=block),
-                parse_options=pacsv.ParseOptions(invalid_row_handler=first_bad_row),
+                parse_options=_csv_parse(path, invalid_row_handler=first_bad_row),
             )
     except pa.ArrowInvalid:
         pass
@@ -624,28 +681,42 @@ def _csv_problem(path: Path, exc: pa.ArrowInvalid, block: int = _CSV_BLOCK) -> s
     return "cannot read: " + " ".join(str(exc).split())
 
 
+#: The file types of a candidates file by their extensions (lower case; ``.gz``: gzipped).
+FILE_TYPES = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".csv.gz": "csv",
+              ".tsv": "tsv", ".tsv.gz": "tsv"}  # fmt: skip
+
+
+def file_type(path: str | os.PathLike[str]) -> str | None:
+    """``"parquet"``, ``"csv"`` or ``"tsv"`` by the extension of ``path`` (any case), else
+    ``None``."""
+    suffixes = "".join(Path(path).suffixes[-2:]).lower()
+    return next((kind for ext, kind in FILE_TYPES.items() if suffixes.endswith(ext)), None)
+
+
 def _file_kind(path: str | os.PathLike[str]) -> str:
-    """``"parquet"`` or ``"csv"`` by extension; an error for a missing, empty or other file."""
+    """``"parquet"``, ``"csv"`` or ``"tsv"`` by extension; an error for a missing, empty or
+    other file."""
     p = Path(path)
     problem = input_problem(p)
     if problem is not None:
         raise CandidateError(f"{path}: {problem}")
-    suffixes = "".join(p.suffixes[-2:]).lower()
-    if suffixes.endswith((".parquet", ".pq")):
-        return "parquet"
-    if suffixes.endswith((".csv", ".csv.gz")):
-        if p.stat().st_size == 0:
-            raise CandidateError(f"{path}: empty file (expected a header and candidates)")
-        return "csv"
-    raise CandidateError(f"{path}: unknown file type; use .csv, .csv.gz, .parquet or .pq")
+    kind = file_type(p)
+    if kind is None:
+        raise CandidateError(f"{path}: unknown file type; use {', '.join(FILE_TYPES)}")
+    if kind != "parquet" and p.stat().st_size == 0:
+        raise CandidateError(f"{path}: empty file (expected a header and candidates)")
+    return kind
 
 
-def read_arrow(path: str | os.PathLike[str]) -> tuple[pa.Table, bool | LineMap]:
-    """Read a candidates file (CSV or Parquet, by extension) as an Arrow table, not yet validated,
-    and how its records map to lines (for :func:`validate_arrow`); errors name the file (and the
-    line of a malformed CSV record)."""
+def read_arrow(path: str | os.PathLike[str],
+               columns: Columns | None = None) -> tuple[pa.Table, bool | LineMap]:  # fmt: skip
+    """Read a candidates file (CSV, TSV or Parquet, by extension) as an Arrow table of the
+    columns a reader reads (:meth:`Columns.read`, under the file's own names), not yet
+    validated, and how its records map to lines (for :func:`validate_arrow`); errors name the
+    file (and the line of a malformed CSV record)."""
     p = Path(path)
     name = str(path)
+    columns = columns or Columns()
     kind = _file_kind(p)
     try:
         if kind == "parquet":
@@ -654,10 +725,10 @@ def read_arrow(path: str | os.PathLike[str]) -> tuple[pa.Table, bool | LineMap]:
             from ..common.parquet import parquet_file
 
             # footer digest and page checksums verified
-            table = read_parquet_table(p, columns=parquet_columns(parquet_file(p), p))
+            table = read_parquet_table(p, columns=parquet_columns(parquet_file(p), p, columns))
             csv_lines = False
         else:
-            table = _csv_table(p, name)
+            table = pa.Table.from_batches(list(_csv_batches(p, name, columns)))
             csv_lines = _csv_line_map(p)
     except CandidateError:
         raise
@@ -666,32 +737,49 @@ def read_arrow(path: str | os.PathLike[str]) -> tuple[pa.Table, bool | LineMap]:
     return table, csv_lines
 
 
-def parquet_columns(pf: Any, path: str | os.PathLike[str]) -> list[str]:
+def parquet_columns(pf: Any, path: str | os.PathLike[str],
+                    columns: Columns | None = None) -> list[str]:  # fmt: skip
     """The columns of the open Parquet file ``pf`` (at ``path``) a candidates table reads
-    (:func:`read_columns`)."""
-    return read_columns(pf.schema_arrow.names, str(path))
+    (:meth:`Columns.read`)."""
+    return read_columns(pf.schema_arrow.names, str(path), columns)
 
 
-def file_info(path: str | os.PathLike[str]) -> tuple[pa.Schema, int | None]:
-    """The columns of a candidates file that are read (:func:`read_columns`) with their types
-    as read, and its number of records: a Parquet file's from its footer; a CSV file's columns
-    all text, its records not known (``None``)."""
+def file_info(path: str | os.PathLike[str],
+              columns: Columns | None = None) -> tuple[pa.Schema, int | None]:  # fmt: skip
+    """The columns of a candidates file that are read (:meth:`Columns.read`, under the file's
+    own names) with their types as read, and its number of records: a Parquet file's from its
+    footer; a CSV file's columns all text, its records not known (``None``)."""
     p = Path(path)
     try:
         if _file_kind(p) == "parquet":
             from ..common.parquet import parquet_file
 
             pf = parquet_file(p)
-            schema = pa.schema([pf.schema_arrow.field(c) for c in parquet_columns(pf, p)])
+            schema = pa.schema([pf.schema_arrow.field(c) for c in parquet_columns(pf, p, columns)])
             return schema, pf.metadata.num_rows
-        return pa.schema([(c, pa.string()) for c in read_columns(_csv_header(p), str(p))]), None
+        names = read_columns(_csv_header(p), str(p), columns)
+        return pa.schema([(c, pa.string()) for c in names]), None
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise CandidateError(f"{path}: cannot read: {exc}") from None
+
+
+def file_columns(path: str | os.PathLike[str]) -> list[str]:
+    """Every column of a candidates file, read or not (a missing column's error lists them):
+    a CSV or TSV file's header, a Parquet file's schema."""
+    p = Path(path)
+    try:
+        if _file_kind(p) == "parquet":
+            from ..common.parquet import parquet_file
+
+            return list(parquet_file(p).schema_arrow.names)
+        return _csv_header(p)
     except (pa.ArrowInvalid, OSError) as exc:
         raise CandidateError(f"{path}: cannot read: {exc}") from None
 
 
 def file_lines(path: str | os.PathLike[str]) -> int | None:
-    """The number of records of a Parquet file (from its footer); ``None`` for CSV."""
-    if _file_kind(path) == "csv":
+    """The number of records of a Parquet file (from its footer); ``None`` for CSV and TSV."""
+    if _file_kind(path) != "parquet":
         return None
     from ..common.parquet import parquet_file
 
@@ -701,22 +789,25 @@ def file_lines(path: str | os.PathLike[str]) -> int | None:
         raise CandidateError(f"{path}: cannot read: {exc}") from None
 
 
-def file_batches(path: str | os.PathLike[str], batch_lines: int) -> Iterator[pa.RecordBatch]:
+def file_batches(path: str | os.PathLike[str], batch_lines: int,
+                 columns: Columns | None = None) -> Iterator[pa.RecordBatch]:  # fmt: skip
     """The records of a candidates file as Arrow record batches in stored order, not yet
-    validated (Parquet: batches of at most ``batch_lines`` records within row groups, footer
-    digest and page checksums verified; CSV: blocks; the columns :func:`read_columns` names,
-    read as :func:`read_arrow` reads them). Errors name the file (and the line of a malformed
-    CSV record)."""
+    validated, under the file's own column names (Parquet: batches of at most ``batch_lines``
+    records within row groups, footer digest and page checksums verified; CSV and TSV: blocks;
+    the columns :meth:`Columns.read` names, read as :func:`read_arrow` reads them). Errors name
+    the file (and the line of a malformed CSV record)."""
     p = Path(path)
     kind = _file_kind(p)
+    columns = columns or Columns()
     try:
         if kind == "parquet":
             from ..common.parquet import parquet_file
 
             pf = parquet_file(p)
-            yield from pf.iter_batches(batch_size=batch_lines, columns=parquet_columns(pf, p))
+            yield from pf.iter_batches(batch_size=batch_lines,
+                                       columns=parquet_columns(pf, p, columns))  # fmt: skip
         else:
-            yield from _csv_batches(p, str(path))
+            yield from _csv_batches(p, str(path), columns)
     except CandidateError:
         raise
     except (pa.ArrowInvalid, OSError) as exc:

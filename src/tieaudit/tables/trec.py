@@ -13,10 +13,13 @@ trec_eval's reader skips them):
   judged-unjudged) is not.
 
 Each query of the run becomes a row (``row`` and ``user_id`` the qid, ``item_id`` the docno,
-``score`` the run's score, ``label`` 1 for a relevant document) with ``n_relevant`` set to the
-query's number of relevant documents in the qrels, so relevant documents the run did not retrieve
-count in ``Recall@k`` and in the ideal DCG of ``nDCG@k``, as in trec_eval. A query that retrieved
-none of its relevant documents stays in (every measure 0).
+``score`` the run's score, ``label`` the document's ``rel`` when it is relevant, else 0) with
+``n_relevant`` set to the query's number of relevant documents in the qrels, so relevant
+documents the run did not retrieve count in ``Recall@k`` and in the ideal DCG of ``nDCG@k``, as
+in trec_eval. Graded qrels (a ``rel`` above 1) keep their grades: nDCG's gain is the ``rel`` of a
+document, and its ideal DCG is made of the ``rel`` of every relevant document of the query, those
+the run did not retrieve too (:class:`tieaudit.tables.read.Grades`), as in trec_eval's
+``ndcg_cut``. A query that retrieved none of its relevant documents stays in (every measure 0).
 
 How trec_eval orders ties
     trec_eval ignores the rank column and sorts each query's documents by score descending,
@@ -32,9 +35,9 @@ How trec_eval orders ties
     ``ndcg_cut_k`` (``m_ndcg_cut.c``: gain / ``log2(rank + 1)``, "i+2 since doc i has rank i+1",
     the ideal DCG over the qrels' relevant documents) are ``P@k``, ``Recall@k`` and ``nDCG@k``
     under ``docno_desc``, and ``recip_rank`` is ``MRR@k`` for ``k`` at least the run's depth.
-    trec_eval's nDCG uses the qrels' relevance values as gains; here relevance is binary, so
-    graded qrels (rel 2, 3, ...) give a different nDCG. Older trec_eval releases discounted rank
-    ``r >= 2`` by ``log2(r)`` in ``ndcg_cut``.
+    trec_eval's nDCG uses the qrels' relevance values as gains, and so does ``nDCG@k`` here with
+    graded qrels. Older trec_eval releases discounted rank ``r >= 2`` by ``log2(r)`` in
+    ``ndcg_cut``.
 
 Queries that are skipped
     trec_eval evaluates the queries that are in the run and in the qrels ("Queries for which
@@ -65,6 +68,7 @@ import pyarrow.compute as pc
 from ..common.files import input_problem, is_gzip
 from ..common.numbers import INEXACT, inexact_integer, number_text
 from .candidates import CandidateError, CandidateTable
+from .read import validate_arrow
 
 __all__ = [
     "TrecError", "TrecInput", "TrecRecords", "read_run", "read_qrels", "read_trec", "trec_input",
@@ -244,12 +248,16 @@ def trec_input(res: TrecRecords, rel: TrecRecords, run: str, qrels: str) -> Trec
 
     keep = np.fromiter((q in keep_q for q in res.qid.tolist()), dtype=bool, count=len(res.qid))
     qid, docno = res.qid[keep], res.docno[keep]
-    rel_keys = {(q, d) for q, d in zip(rel.qid[relevant].tolist(), rel.docno[relevant].tolist(),
-                                       strict=True)}  # fmt: skip
+    grade = dict(zip(zip(rel.qid[relevant].tolist(), rel.docno[relevant].tolist(), strict=True),
+                     rel.value[relevant].tolist(), strict=True))  # fmt: skip
+    retrieved = set(zip(qid.tolist(), docno.tolist(), strict=True))
+    graded = any(v != 1.0 for v in grade.values())
     label = np.fromiter(
-        ((q, d) in rel_keys for q, d in zip(qid.tolist(), docno.tolist(), strict=True)),
-        dtype=np.int8, count=len(qid),
+        (grade.get((q, d), 0.0) for q, d in zip(qid.tolist(), docno.tolist(), strict=True)),
+        dtype=np.float64 if graded else np.int8, count=len(qid),
     )  # fmt: skip
+    # the grades of relevant documents not retrieved: the ideal DCG counts them
+    unstored = [(q, v) for (q, d), v in grade.items() if q in keep_q and (q, d) not in retrieved]
     lines = res.line[keep]
     table = pa.table(
         {
@@ -262,9 +270,11 @@ def trec_input(res: TrecRecords, rel: TrecRecords, run: str, qrels: str) -> Trec
         }
     )
     try:
-        cands = CandidateTable.from_arrow(
-            table, source=str(run), csv_lines=lambda pos: lines[np.asarray(pos)].tolist()
-        )
+        cands = CandidateTable(**validate_arrow(
+            table, str(run), lambda pos: lines[np.asarray(pos)].tolist(),
+            unstored=(np.array([q for q, _ in unstored], dtype=object),
+                      np.array([v for _, v in unstored], dtype=np.float64)) if graded else None,
+        ))  # fmt: skip
     except TrecError:
         raise
     except CandidateError as exc:  # in TREC words: checked above; this names run lines anyway

@@ -17,6 +17,12 @@ raises an :class:`AssertionError` naming the check that failed:
     per seed); capped ranks are the exact ones capped. A distribution's values lie between those
     of its support rules, and its variances are not negative (0 for a point, which names no
     support).
+``graded``
+    on seeded random stored tables with graded labels (numbers >= 0, several relevant items in
+    one tie group), each row's nDCG, Recall and HR equal those of a brute-force sort of the row
+    by score, then by the kind's reference key (which sees the grade as the label: the bounds
+    order a group by grade), with the grades as nDCG's gains; a distribution's values lie
+    between those of its support rules.
 ``summary``
     a summary table of the same candidates (its ``before:`` counts made by brute force from the
     recorded kinds' reference keys) gives the stored table's ranks (distribution: its values),
@@ -83,20 +89,28 @@ def _draw_id(rng: np.random.Generator, numeric: bool) -> str:
     return ("-" if rng.random() < 0.2 else "") + digits
 
 
-def _stored_frame(rng: np.random.Generator, one_relevant: bool, numeric: bool) -> pd.DataFrame:
+#: The grades of the relevant items of a graded table.
+_GRADES = (1.0, 2.0, 3.0, 0.5)
+
+
+def _stored_frame(rng: np.random.Generator, one_relevant: bool, numeric: bool,
+                  graded: bool = False) -> pd.DataFrame:  # fmt: skip
     """A tie-heavy stored table: 1-6 rows of 1-7 candidates at three score levels, rows
-    interleaved, one relevant item a row (or one or two)."""
+    interleaved, one relevant item a row (or one or two; ``graded``: one to three, each with a
+    grade of :data:`_GRADES`)."""
     lines = []
     for r in range(int(rng.integers(1, 7))):
         n = int(rng.integers(1, 8))
         items = set()
         while len(items) < n:
             items.add(_draw_id(rng, numeric))
-        n_rel = 1 if one_relevant or n == 1 else int(rng.integers(1, 3))
+        n_rel = 1 if one_relevant or n == 1 else int(rng.integers(1, min(n, 3 if graded else 2)
+                                                                  + 1))  # fmt: skip
         rel = set(rng.choice(n, size=n_rel, replace=False).tolist())
         user = f"u{int(rng.integers(0, 3))}é"
         for j, item in enumerate(sorted(items)):
-            lines.append((f"r{r}", user, item, int(j in rel), float(rng.integers(0, 3))))
+            label = float(rng.choice(_GRADES)) if graded and j in rel else int(j in rel)
+            lines.append((f"r{r}", user, item, label, float(rng.integers(0, 3))))
     order = rng.permutation(len(lines))
     return pd.DataFrame([lines[i] for i in order],
                         columns=["row", "user_id", "item_id", "label", "score"])  # fmt: skip
@@ -106,7 +120,7 @@ def _row_lines(frame: pd.DataFrame) -> dict[str, list[tuple[RefLine, float]]]:
     out: dict[str, list[tuple[RefLine, float]]] = {}
     for idx, (r, u, i, lab, s) in enumerate(frame[["row", "user_id", "item_id", "label", "score"]]
                                             .itertuples(index=False)):  # fmt: skip
-        out.setdefault(str(r), []).append((RefLine(idx, str(u), str(i), int(lab)), float(s)))
+        out.setdefault(str(r), []).append((RefLine(idx, str(u), str(i), float(lab)), float(s)))
     return out
 
 
@@ -161,6 +175,49 @@ def _check_distribution(kind: RuleKind, ev, rule: TieRule) -> None:
             raise _fail("stored", kind, f"{m} outside [{low}, {high}]: {v} vs {lo}, {hi}")
         if np.any(var < 0):
             raise _fail("stored", kind, f"{m} has a negative variance")
+
+
+def _brute_values(frame: pd.DataFrame, rule: TieRule) -> dict[str, dict[str, float]]:
+    """Each row's value of every measure of :data:`_MEASURES` when it is sorted by score, then
+    by the rule's reference key: nDCG with the labels as gains and the ideal from the row's
+    labels sorted descending."""
+    key = rule.spec.reference_key(rule.seed, len(frame))
+    out = {}
+    for rid, lines in _row_lines(frame).items():
+        ranked = sorted(sorted(lines, key=lambda x: key(x[0])), key=lambda x: -x[1])
+        labels = [ln.label for ln, _ in ranked]
+        ideal = sorted((x for x in labels if x > 0), reverse=True)
+        values = {}
+        for m in _MEASURES:
+            top = labels[: m.k]
+            hits = [p for p, x in enumerate(top) if x > 0]
+            if m.name == "nDCG":
+                values[str(m)] = (sum(x / np.log2(p + 2) for p, x in enumerate(top))
+                                  / sum(x / np.log2(p + 2) for p, x in enumerate(ideal[: m.k])))
+            elif m.name == "HR":
+                values[str(m)] = float(bool(hits))
+            elif m.name == "MRR":
+                values[str(m)] = 1.0 / (hits[0] + 1) if hits else 0.0
+            else:  # Recall
+                values[str(m)] = len(hits) / len(ideal)
+        out[rid] = values
+    return out
+
+
+def _check_graded(kind: RuleKind, frames: Sequence[pd.DataFrame]) -> None:
+    for frame, rule in itertools.product(frames, _rules(kind)):
+        ev = evaluate(frame, _MEASURES, [rule], n_seeds=_SEEDS, rank_cap=None)
+        if kind.result is Result.DISTRIBUTION:
+            _check_distribution(kind, ev, rule)
+            continue
+        draws = [_brute_values(frame, single) for single in _draw_rankings(kind, rule)]
+        for j, rid in enumerate(map(str, ev.table.row_ids)):
+            for m in _MEASURES:
+                want = float(np.mean([d[rid][str(m)] for d in draws]))
+                got = float(ev[rule].values[m][j])
+                if abs(got - want) > 1e-12:
+                    raise _fail("graded", kind, f"{rule} {m} of row {rid}: {got}, a brute-force "
+                                f"sort gives {want} on\n{frame}")  # fmt: skip
 
 
 def _summarise(frame: pd.DataFrame) -> pd.DataFrame:
@@ -305,6 +362,8 @@ def check_tie_rule(kind: str | RuleKind, *, n_tables: int = 20, seed: int = 0) -
     several = [_stored_frame(rng, False, numeric) for _ in range(n_tables)]
     single = [_stored_frame(rng, True, numeric) for _ in range(n_tables)]
     _check_stored(spec, several + single)
+    _check_graded(spec, [_stored_frame(rng, False, numeric, graded=True)
+                         for _ in range(max(1, n_tables // 2))])  # fmt: skip
     _check_summary(spec, single)
     _check_full(spec, seed)
     _check_invariance(spec, seed)

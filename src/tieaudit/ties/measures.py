@@ -1,4 +1,5 @@
-"""Top-k measures with binary relevance, named declaratively (``nDCG@10``, ``Recall@20``).
+"""Top-k measures, named declaratively (``nDCG@10``, ``Recall@20``), with binary or graded
+relevance.
 
 A row has ``R >= 1`` relevant items (``R`` may exceed the number retrieved, see
 :mod:`tieaudit.tables.candidates`); let ``r_1 <= r_2 <= ...`` be the 1-based ranks of the relevant items
@@ -12,6 +13,15 @@ that were ranked. With ``rel(p) = 1`` when the item at position ``p`` is relevan
 * ``Recall@k``: ``#{i : r_i <= k} / R``.
 * ``P@k`` (precision, also ``Precision@k``): ``#{i : r_i <= k} / k`` (a ranking shorter than
   ``k`` is padded with non-relevant items, as trec_eval's ``P_k`` does).
+
+Graded relevance (labels that are numbers ``l >= 0``, not only 0 and 1; :mod:`tieaudit.tables.candidates`):
+an item is relevant when ``l > 0``, which is all ``HR``, ``MRR``, ``Recall`` and ``P`` read. nDCG's
+gain is the label itself (linear, as trec_eval's ``ndcg_cut`` and scikit-learn's ``ndcg_score``):
+``DCG@k = sum_{p <= k} l(p) / log2(p + 1)`` and the ideal ``IDCG@k = sum_{p=1}^{min(R, k)}
+l_(p) / log2(p + 1)`` with ``l_(1) >= l_(2) >= ...`` the labels of the row's ``R`` relevant
+items sorted descending (:meth:`Measure.ideal`). With labels 0 and 1 these are the binary
+formulas above. (For the exponential gain ``2**l - 1`` of Burges et al. 2005, give ``2**l - 1``
+as the label.)
 
 With one relevant item (``R = 1``) every measure is a function of its rank ``r``: ``HR@k`` and
 ``Recall@k`` are ``1[r <= k]``, ``nDCG@k`` is ``1[r <= k] / log2(r + 1)``, ``MRR@k`` is
@@ -135,6 +145,24 @@ class Measure:
         if self.name == "P":
             return np.full(n.shape, float(self.k))
         return np.ones(n.shape)
+
+    @property
+    def graded(self) -> bool:
+        """Whether the measure weighs a relevant item by its grade (nDCG: its gain is the label);
+        the others read only whether an item is relevant."""
+        return self.name == "nDCG"
+
+    def ideal(self, row: np.ndarray, grade: np.ndarray, n_rows: int) -> np.ndarray:
+        """nDCG's ideal ``IDCG@k`` of each of ``n_rows`` rows from the grades of its relevant
+        items, ``grade[j]`` of an item of row ``row[j]``: ``sum_{p=1}^{min(R, k)} l_(p) / log2(p
+        + 1)`` with the row's grades sorted descending (float64; 0 for a row without one)."""
+        order = np.lexsort((-grade, row))
+        row, grade = row[order], grade[order]
+        starts = np.flatnonzero(np.r_[True, row[1:] != row[:-1]]) if len(row) else row
+        place = np.arange(len(row)) - np.repeat(starts, np.diff(np.r_[starts, len(row)]))
+        top = place < self.k
+        gain = grade[top] / np.log2(place[top] + 2.0)
+        return np.bincount(row[top], weights=gain, minlength=n_rows)
 
     def gains(self, max_rank: int) -> np.ndarray:
         """``m(r)`` for one relevant item (``R = 1``) at ``r = 0 .. max_rank`` (index 0 unused,

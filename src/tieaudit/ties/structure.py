@@ -39,6 +39,7 @@ import numpy as np
 
 from ..common.seeds import make_rng
 from ..tables.candidates import CandidateTable
+from .measures import Measure
 
 __all__ = [
     "TieStructure", "StoredTies", "SummaryTies", "tie_structure", "structure_type", "STORED_PLACE",
@@ -84,7 +85,9 @@ class TieStructure(Memo):
     *Per row*: ``length`` (candidates, unstored ones included), ``n_relevant`` (``R``) and
     ``first`` (the index of the row's best relevant item, ``-1`` when none is stored).
     ``one_per_row``: every row has exactly one stored relevant item, so items and rows coincide
-    (``rel_row`` is ``0 .. W-1``).
+    (``rel_row`` is ``0 .. W-1``). ``gain`` (graded relevance only, else ``None``): each relevant
+    item's grade, its label; the relevant items of a tie group are then ordered by grade,
+    highest first, before item id (``rank_in_group`` follows that order).
     """
 
     table: CandidateTable
@@ -99,10 +102,30 @@ class TieStructure(Memo):
     first: np.ndarray
     one_per_row: bool
     _memo: dict[str, Any] = field(default_factory=dict, repr=False, kw_only=True)
+    gain: np.ndarray | None = field(default=None, kw_only=True)
 
     @property
     def n_rows(self) -> int:
         return len(self.length)
+
+    def weights(self, measure: Measure) -> np.ndarray | None:
+        """Per relevant item, what ``measure`` weighs its per-item gain by: its grade, for a
+        graded measure (nDCG) on a table with graded labels; else ``None`` (every item 1)."""
+        return self.gain if self.gain is not None and measure.graded else None
+
+    def norm(self, measure: Measure) -> np.ndarray:
+        """Each row's normaliser of ``measure`` (:meth:`tieaudit.ties.measures.Measure.norm` of
+        ``R``; with graded labels nDCG's ideal DCG from the grades of the row's relevant items,
+        stored or not: :meth:`tieaudit.ties.measures.Measure.ideal`)."""
+        if self.weights(measure) is None:
+            return measure.norm(self.n_relevant)
+
+        def ideal() -> np.ndarray:
+            grades = self.table.grades
+            rows = np.concatenate([self.rel_row, grades.unstored_row])
+            return measure.ideal(rows, np.concatenate([self.gain, grades.unstored]), self.n_rows)
+
+        return self.memo(f"ideal:{measure}", ideal)
 
     @property
     def n_items(self) -> int:
@@ -429,8 +452,13 @@ def _one_per_row_structure(table: CandidateTable, members: bool = True) -> Store
     return StoredTies(
         table, pos, rows, g + higher_unstored, t, np.ones(w, np.int64), np.zeros(w, np.int64),
         length + extra, table.relevant_total, rows, True, others, other_rel, seg_rels,
-        seg_starts, members,
+        seg_starts, members, gain=_gains(table, pos),
     )  # fmt: skip
+
+
+def _gains(table: CandidateTable, pos: np.ndarray) -> np.ndarray | None:
+    """The grades of the relevant lines ``pos`` (``None``: binary relevance)."""
+    return None if table.grades is None else table.grades.line[pos]
 
 
 def _general_structure(table: CandidateTable, members: bool = True) -> StoredTies:
@@ -445,7 +473,10 @@ def _general_structure(table: CandidateTable, members: bool = True) -> StoredTie
     higher_unstored, extra = _row_counts(table)
     length = np.bincount(table.row, minlength=w).astype(np.int64) + extra
     lines = np.flatnonzero(table.label)
-    order = np.lexsort((table.item[lines], -table.score[lines], table.row[lines]))
+    keys = (table.item[lines], -table.score[lines], table.row[lines])
+    if table.grades is not None:  # a group's relevant items by grade, highest first
+        keys = (keys[0], -table.grades.line[lines], *keys[1:])
+    order = np.lexsort(keys)
     pos = lines[order]
     n = len(pos)
     rel_row = table.row[pos]
@@ -506,4 +537,5 @@ def _general_structure(table: CandidateTable, members: bool = True) -> StoredTie
     return StoredTies(
         table, pos, rel_row, g_group[group], t, r_group[group], np.arange(n) - gfirst[group],
         length, table.relevant_total, first, False, others, other_rel, seg_rels, seg_starts,
+        gain=_gains(table, pos),
     )  # fmt: skip

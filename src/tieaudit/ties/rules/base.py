@@ -70,12 +70,12 @@ class Result(enum.Enum):
 @dataclass(frozen=True)
 class RefLine:
     """A stored line as :meth:`RuleKind.reference_key` sees it (``idx``: its stored position in
-    the whole table)."""
+    the whole table; ``label``: 0 or 1, or a grade, a number >= 0)."""
 
     idx: int
     user: str
     item: str
-    label: int
+    label: float
 
 
 class RuleKind:

@@ -16,6 +16,15 @@ For a group ``(g, t, r)`` let ``d(p)`` be the per-item gain at position ``p`` (0
   inside the top ``k`` (1 when the whole group is inside, 0 when it starts below ``k``), and
   ``Var = p (1 - p)``.
 
+* nDCG with graded labels (each member ``i`` of a group weighed by its grade ``a_i``, 0 for the
+  non-relevant): by linearity ``E = sum_i a_i mu_G / IDCG``, each item's expected discount being
+  the mean over its group's places; the group's DCG ``sum_i a_i d(pi(i))`` under a uniform random
+  permutation ``pi`` of its ``t`` places has the variance of a sum drawn without replacement,
+  ``Var_G = (1 / (t - 1)) sum_i (a_i - a_bar)^2 sum_p (d(p) - mu_G)^2 = t / (t - 1) s2_G sum_i
+  (a_i - a_bar)^2`` (``a_bar`` the group's mean grade over all ``t`` members), and ``Var = sum_G
+  Var_G / IDCG^2`` (groups independent). With grades 0 and 1 ``sum_i (a_i - a_bar)^2 = r (t -
+  r) / t``: the binary formula above.
+
 All of these are exact, for any number of relevant items; with one relevant item per group they
 are the uniform-rank formulas of :func:`expected_moments`. Only ``g``, ``t`` and ``r`` are needed,
 so a summary table gives the same values as the stored table. The distribution's lowest and
@@ -99,6 +108,23 @@ def _first_relevant_moments(
     return e1, np.maximum(e2 - e1 * e1, 0.0)
 
 
+def _graded_variance(ties: TieStructure, a: np.ndarray, s2: np.ndarray) -> np.ndarray:
+    """Per relevant item, its tie group's ``Var_G = t / (t - 1) s2_G sum_i (a_i - a_bar)^2`` on
+    the group's first item (0 on the others; see the module docstring): ``a`` the items'
+    grades, ``s2`` the variance of the discount over their group's places. A group's items are
+    consecutive, and each has its own ``g`` in its row."""
+    row, g, t, r = ties.rel_row, ties.g, ties.t, ties.r
+    first = np.flatnonzero(np.r_[True, (row[1:] != row[:-1]) | (g[1:] != g[:-1])])
+    size = np.diff(np.r_[first, len(a)])
+    tf = t[first].astype(np.float64)
+    mean = np.add.reduceat(a, first) / tf if len(a) else a  # over all t members, 0 the others
+    dev = a - np.repeat(mean, size)
+    spread = np.add.reduceat(dev * dev, first) + (tf - r[first]) * mean * mean if len(a) else a
+    out = np.zeros(len(a))
+    out[first] = np.divide(tf * spread, tf - 1, out=np.zeros(len(first)), where=tf > 1)
+    return out * s2
+
+
 class FromGroups(RuleKind):
     """A distribution computed from each tie group's ``g``, ``t`` and ``r`` alone: no member
     listed, nothing recorded, the same on stored and summary tables, between the bounds."""
@@ -129,16 +155,20 @@ class Expected(FromGroups):
             var = np.zeros(w)
             if m.kind == "sum":
                 mu, s2 = _moments(ties.g, ties.t, table)
-                # r relevant among t places: sampling without replacement (0 when t == r or 1)
-                spread = np.divide(ties.t - ties.r, ties.t - 1, out=np.zeros(ties.n_items),
-                                   where=ties.t > 1)  # fmt: skip
-                s2 = s2 * spread
+                weights = ties.weights(m)
+                if weights is None:
+                    # r relevant among t places: sampling without replacement (0 when t == r or 1)
+                    spread = np.divide(ties.t - ties.r, ties.t - 1, out=np.zeros(ties.n_items),
+                                       where=ties.t > 1)  # fmt: skip
+                    s2 = s2 * spread
+                else:
+                    mu, s2 = mu * weights, _graded_variance(ties, weights, s2)
                 if ties.one_per_row:
                     mean, var = mu, s2
                 elif len(rows):
                     mean[rows] = np.add.reduceat(mu, starts)
                     var[rows] = np.add.reduceat(s2, starts)
-                norm = m.norm(ties.n_relevant)
+                norm = ties.norm(m)
                 mean, var = mean / norm, var / (norm * norm)
             elif len(rows):
                 g, t, r = ties.g[starts], ties.t[starts], ties.r[starts]

@@ -18,6 +18,9 @@ orders, ``g + j (t + 1) / (r + 1)`` (the mean of the ``j``-th smallest of ``r`` 
 link-prediction evaluators rank one positive at a time; a rank per relevant item computed
 against the non-relevant candidates alone could put two relevant items at rank 1.)
 
+With graded labels the group's relevant items are taken by grade, highest first (the ``j``-th
+highest grade at the ``j``-th mean rank), as ``optimistic`` orders them.
+
 A rank, not an order: no order of the tie group gives these values. It fits the rule protocol
 as a distribution (:attr:`tieaudit.ties.rules.Result.DISTRIBUTION`) that is a single point: each row's value, with
 variance 0, between the ``pessimistic`` and ``optimistic`` values. Like ``expected`` it needs
@@ -71,11 +74,13 @@ class AtRank(FromGroups):
             gain = m.item_gain_at(rank)
             out = np.zeros(w)
             if m.kind == "sum":
+                weights = ties.weights(m)
+                gain = gain if weights is None else gain * weights
                 if ties.one_per_row:
                     out = gain
                 elif len(rows):
                     out[rows] = np.add.reduceat(gain, starts)
-                out = out / m.norm(ties.n_relevant)
+                out = out / ties.norm(m)
             elif len(rows):
                 out[rows] = gain[starts]  # the row's first group holding a relevant item
             values[m] = out
