@@ -56,20 +56,17 @@ def test_spark_equals_the_default_engine(spark):
     same_summary(got, want)
 
 
-def test_spark_with_graded_labels_and_own_column_names(spark, tmp_path):
-    import tieaudit.duckdb as tdd
+def test_spark_with_graded_labels_and_own_column_names(spark):
     import tieaudit.spark as ts
 
     frame = tie_heavy(2, 200).drop(columns="n_relevant")
     frame["label"] = frame["label"] * np.random.default_rng(3).integers(1, 4, len(frame))
-    path = tmp_path / "g.parquet"
-    frame.to_parquet(path, index=False)
     rules = ["optimistic", "pessimistic", "expected", "item_id"]
-    want = tdd.evaluate(path, ["nDCG@3", "nDCG@10", "HR@2"], rules, graded=True)
+    want = tieaudit.evaluate(frame, ["nDCG@3", "nDCG@10", "HR@2"], rules).summary()
     df = spark.createDataFrame(frame.rename(columns={"row": "request", "item_id": "item",
                                                      "label": "grade", "score": "s"}))  # fmt: skip
     got = ts.evaluate(df, ["nDCG@3", "nDCG@10", "HR@2"], rules, row_col="request",
-                      item_col="item", label_col="grade", score_col="s", graded=True)  # fmt: skip
+                      item_col="item", label_col="grade", score_col="s")  # fmt: skip
     same_summary(got, want)
 
 

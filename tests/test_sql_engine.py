@@ -46,6 +46,11 @@ def tie_heavy(draw) -> pd.DataFrame:
     frame = draw(candidate_frames(max_rows=6, max_len=9, score_levels=draw(st.integers(1, 3))))
     extra = draw(st.lists(st.booleans(), min_size=len(frame), max_size=len(frame)))
     frame["label"] = np.maximum(frame["label"].to_numpy(), np.asarray(extra, dtype=np.int64))
+    graded = draw(st.booleans())
+    if graded:  # grades, fractional ones too; nDCG's gain is the label
+        grades = draw(st.lists(st.sampled_from([1.0, 2.0, 3.0, 0.5]), min_size=len(frame),
+                               max_size=len(frame)))  # fmt: skip
+        frame["label"] = frame["label"] * np.asarray(grades)
     if draw(st.booleans()):  # infinities tie with each other, -0.0 with 0.0
         signed = np.where(np.arange(len(frame)) % 2 == 0, -0.0, 0.0)
         frame["score"] = np.select([frame["score"] == 0, frame["score"] == 1],
@@ -54,8 +59,9 @@ def tie_heavy(draw) -> pd.DataFrame:
         rows = pd.unique(frame["row"])
         more = dict(zip(rows, draw(st.lists(st.integers(0, 3), min_size=len(rows),
                                             max_size=len(rows))), strict=True))  # fmt: skip
-        stored = frame.groupby("row")["label"].sum()
-        frame["n_relevant"] = frame["row"].map(lambda r: int(stored[r]) + more[r])
+        stored = (frame["label"] > 0).groupby(frame["row"]).sum()
+        frame["n_relevant"] = frame["row"].map(lambda r: int(stored[r]) + (0 if graded
+                                                                            else more[r]))
     if draw(st.booleans()):
         rows = pd.unique(frame["row"])
         above = dict(zip(rows, draw(st.lists(st.integers(0, 4), min_size=len(rows),
@@ -134,7 +140,8 @@ HEAD = "row,user_id,item_id,label,score\n"
 
 @pytest.mark.parametrize("body, problem", [
     ("a,u,x,1,1\na,u,x,0,1\n", r"c.csv line 3: item 'x' appears twice in row 'a'"),
-    ("a,u,x,1,1\na,u,y,2,1\n", r"c.csv line 3: label '2' is not 0 or 1"),
+    ("a,u,x,1,1\na,u,y,-1,1\n", r"c.csv line 3: label '-1' is not 0, 1 or a grade"),
+    ("a,u,x,1,1\na,u,y,maybe,1\n", r"c.csv line 3: label 'maybe' is not a number"),
     ("a,u,x,1,nan\n", r"c.csv line 2: score is NaN"),
     ("a,u,x,1,1\na,u,y,0,high\n", r"c.csv line 3: score 'high' is not a number"),
     ("a,u,x,1,1\na,,y,0,1\n", r"c.csv line 3: empty user_id"),
@@ -152,18 +159,16 @@ def test_missing_column_lists_the_columns_found(tmp_path):
         tdd.evaluate(path, ["nDCG@10"], ["expected"])
 
 
-def test_graded_labels_with_graded(tmp_path):
-    """Graded labels: refused unless asked for; with graded=True nDCG's gain is the label and
-    the ideal DCG the row's own best order; checked against a brute force over tie orders."""
+def test_graded_labels(tmp_path):
+    """Graded labels, as the default engine reads them: nDCG's gain is the label and the ideal
+    DCG the row's own best order; checked against a brute force over tie orders."""
     from itertools import permutations
 
     frame = pd.DataFrame({"row": ["a"] * 4, "user_id": "u", "item_id": list("wxyz"),
                           "label": [3, 0, 1, 2], "score": [1.0, 1.0, 1.0, 0.0]})  # fmt: skip
     path = tmp_path / "g.csv"
     frame.to_csv(path, index=False)
-    with pytest.raises(CandidateError, match="label '3' is not 0 or 1"):
-        tdd.evaluate(path, ["nDCG@2"], ["expected"])
-    got = tdd.evaluate(path, ["nDCG@2"], ["expected", "optimistic", "pessimistic"], graded=True)
+    got = tdd.evaluate(path, ["nDCG@2"], ["expected", "optimistic", "pessimistic"])
     ideal = 3 + 2 / np.log2(3)
     values = [sum(g / np.log2(p + 2) for p, g in enumerate(order[:2])) / ideal
               for order in permutations([3, 0, 1])]  # the tie group takes places 1 .. 3
@@ -173,6 +178,27 @@ def test_graded_labels_with_graded(tmp_path):
     assert e["pessimistic"] == pytest.approx(min(values), rel=1e-12)
     sd = got.set_index("rule").loc["expected", "sd"]
     assert sd == pytest.approx(np.std(values), rel=1e-12)  # one row: the row's own sd
+    same_summary(got, tieaudit.evaluate(frame, ["nDCG@2"], ["expected", "optimistic",
+                                                            "pessimistic"]).summary())  # fmt: skip
+
+
+def test_graded_labels_with_unstored_relevant_items_are_refused(tmp_path):
+    path = _write(tmp_path, "row,user_id,item_id,label,score,n_relevant\na,u,x,2,1,2\na,u,y,0,1,2\n")
+    with pytest.raises(CandidateError, match="row 'a': n_relevant above its relevant lines and "
+                                             "graded labels"):  # fmt: skip
+        tdd.evaluate(path, ["nDCG@10"], ["expected"])
+
+
+def test_a_table_as_its_writer_left_it(tmp_path):
+    """No row column (each user a row), True/False labels as text, tab-separated."""
+    frame = pd.DataFrame({"user_id": ["a"] * 3 + ["b"] * 3, "item_id": list("xyzxyz"),
+                          "label": [True, False, False, False, True, False],
+                          "score": [1.0, 1.0, 0.0, 2.0, 2.0, 2.0]})  # fmt: skip
+    frame.to_csv(tmp_path / "t.tsv", index=False, sep="\t")
+    assert "True" in (tmp_path / "t.tsv").read_text()
+    got = tdd.evaluate(tmp_path / "t.tsv", ["nDCG@2", "HR@1"], ALL_SQL)
+    same_summary(got, tieaudit.evaluate(frame, ["nDCG@2", "HR@1"], ALL_SQL).summary())
+    assert (got["n_rows"] == 2).all()
 
 
 def test_cli_engine_duckdb(tmp_path, capsys):

@@ -105,7 +105,7 @@ def _load(con: Any, data: str | os.PathLike[str]) -> tuple[list[str], list[str]]
         cols = _columns(con, f, kind)
         hive = hive_columns(f, root) if root is not None else {}
         have = set(cols) | set(hive)
-        missing = [c for c in REQUIRED_COLUMNS if c not in have]
+        missing = [c for c in REQUIRED_COLUMNS if c not in have and c != "row"]
         if missing:
             raise CandidateError(f"{f}: missing column(s) {', '.join(missing)}; found "
                                  f"{', '.join(cols)}; a candidates table needs "
@@ -116,6 +116,16 @@ def _load(con: Any, data: str | os.PathLike[str]) -> tuple[list[str], list[str]]
         optional |= {c for c in COUNT_COLUMNS if c in have}
         parts = []
         for c in (*REQUIRED_COLUMNS, *COUNT_COLUMNS):
+            if c == "row" and c not in have:  # no row column: each user is one row
+                parts.append(f"CAST({_quote_id('user_id')} AS VARCHAR) AS row, "
+                             f"CAST({_quote_id('user_id')} AS VARCHAR) AS raw_row")  # fmt: skip
+                continue
+            if c == "label" and c in cols:  # True/False as text too, as the default engine reads
+                text = f"lower(trim(CAST({_quote_id(c)} AS VARCHAR)))"
+                parts.append(f"CASE {text} WHEN 'true' THEN 1.0 WHEN 'false' THEN 0.0 ELSE "
+                             f"TRY_CAST({_quote_id(c)} AS DOUBLE) END AS label, "
+                             f"{_quote_id(c)} AS raw_label")  # fmt: skip
+                continue
             if c in hive and c not in cols:  # a file's own column wins, as the default engine reads
                 v = hive[c]
                 text = "NULL" if v is None else _quote(v)
@@ -147,7 +157,7 @@ def _where(names: list[str], file_: int, line: int, parquet: bool) -> str:
     return f"{f} row {line + 1}" if parquet else f"{f} line {line + 2}"
 
 
-def _check(con: Any, names: list[str], optional: list[str], graded: bool) -> None:
+def _check(con: Any, names: list[str], optional: list[str]) -> bool:
     """Every line and row as the default engine requires; the first problem, named by file and
     line, as a :class:`CandidateError`."""
     kinds = [_kind(Path(n)) for n in names]
@@ -166,12 +176,10 @@ def _check(con: Any, names: list[str], optional: list[str], graded: bool) -> Non
         first(f"{c} IS NULL AND raw_{c} IS NOT NULL", f"{c} {{0!r}} is not a number",
               f", CAST(raw_{c} AS VARCHAR)")  # fmt: skip
     first("isnan(score)", "score is NaN")
-    if graded:
-        first("label < 0 OR isinf(label) OR isnan(label)", "label {0!r} is not a non-negative "
-              "number", ", raw_label")  # fmt: skip
-    else:
-        first("label <> 0 AND label <> 1", "label {0!r} is not 0 or 1 (graded labels need "
-              "graded=True)", ", raw_label")  # fmt: skip
+    first("label < 0 OR isinf(label) OR isnan(label)", "label {0!r} is not 0, 1 or a grade (a "
+          "finite number >= 0)", ", CAST(raw_label AS VARCHAR)")  # fmt: skip
+    graded = bool(con.sql("SELECT COUNT(*) FROM lines_ WHERE label <> 0 AND label <> 1"
+                          ).fetchall()[0][0])  # fmt: skip
     for c in optional:
         first(f"{c} < 0", f"{c} {{0}} is negative", f", {c}")
     dup = con.sql("SELECT row, item_id, MIN(file_ * 4294967296 + line_) AS a, "
@@ -198,6 +206,17 @@ def _check(con: Any, names: list[str], optional: list[str], graded: bool) -> Non
         what = ("has no relevant item (a row needs a relevant line, or n_relevant >= 1)" if r == 0
                 else f"has {r} relevant lines but n_relevant {n}")  # fmt: skip
         raise CandidateError(f"{names[0] if len(names) == 1 else 'the files'}: row {row!r} {what}")
+    if graded and "n_relevant" in optional:
+        bad = con.sql("SELECT row FROM lines_ GROUP BY row HAVING MAX(n_relevant) > SUM(CASE WHEN "
+                      "label > 0 THEN 1 ELSE 0 END) ORDER BY MIN(file_ * 4294967296 + line_) "
+                      "LIMIT 1").fetchall()  # fmt: skip
+        if bad:
+            raise CandidateError(
+                f"{names[0] if len(names) == 1 else 'the files'}: row {bad[0][0]!r}: n_relevant "
+                "above its relevant lines and graded labels: the grades of relevant items not "
+                "stored are not known, nor is the ideal DCG: store every relevant item, or give "
+                "labels 0 and 1")  # fmt: skip
+    return graded
 
 
 def sql(
@@ -213,14 +232,14 @@ def sql(
 def evaluate(
     data: str | os.PathLike[str], measures: Sequence[str] = DEFAULT_MEASURES,
     rules: Sequence[str] | None = None, *, memory: int | None = None,
-    threads: int | None = None, graded: bool = False,
+    threads: int | None = None,
 ) -> pd.DataFrame:  # fmt: skip
     """The summary of :meth:`tieaudit.Evaluation.summary` for the candidates at ``data`` (a
     file, folder or glob), computed in DuckDB. ``rules`` default to :data:`DEFAULT_SQL_RULES`;
     ``memory`` (bytes) is DuckDB's memory limit (beyond it, DuckDB spills to a temporary folder,
-    removed at the end); ``graded``
-    accepts non-negative graded labels (nDCG's gain is the label, its ideal DCG from the row's
-    own labels)."""
+    removed at the end). Labels are 0 and 1 (or ``True``/``False``), or grades (numbers ``>= 0``:
+    nDCG's gain is the label, its ideal DCG from the row's own labels; the others read label >
+    0), as the default engine reads them; without a ``row`` column each user is one row."""
     ms = parse_measures(measures)
     rs = sql_rules(DEFAULT_SQL_RULES if rules is None else rules, has_position=True)
     spill = tempfile.mkdtemp(prefix="tieaudit-duckdb-")
@@ -229,10 +248,7 @@ def evaluate(
         names, optional = _load(con, data)
         if con.sql("SELECT COUNT(*) FROM lines_").fetchall()[0][0] == 0:
             raise CandidateError(f"{data}: no candidate lines")
-        _check(con, names, optional, graded)
-        if graded and "n_relevant" in optional:
-            raise CandidateError(f"{data}: n_relevant with graded labels: the ideal DCG needs the "
-                                 "grades of the relevant items not stored")  # fmt: skip
+        graded = _check(con, names, optional)
         pos = any(r.kind in POSITION_RULES for r in rs)
         extra = ", ".join(c for c in ("n_relevant", "n_higher") if c in optional)
         con.execute(

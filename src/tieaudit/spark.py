@@ -33,7 +33,7 @@ def _first(spark: Any, query: str) -> tuple | None:
     return tuple(rows[0]) if rows else None
 
 
-def _check(spark: Any, graded: bool, n_relevant: bool) -> None:
+def _check(spark: Any, n_relevant: bool) -> bool:
     """The table as :func:`tieaudit.evaluate` requires it; the first problem, naming its row,
     as a :class:`CandidateError`."""
     v = _VIEW
@@ -44,12 +44,12 @@ def _check(spark: Any, graded: bool, n_relevant: bool) -> None:
     hit = _first(spark, f"SELECT row FROM {v} WHERE isnan(score)")
     if hit:
         raise CandidateError(f"row {hit[0]!r}: a score is NaN")
-    bad = ("label < 0 OR isnan(label) OR label = double('inf')" if graded
-           else "label <> 0 AND label <> 1")  # fmt: skip
-    hit = _first(spark, f"SELECT row, label FROM {v} WHERE {bad}")
+    hit = _first(spark, f"SELECT row, label FROM {v} WHERE label < 0 OR isnan(label) OR "
+                        "label = double('inf')")  # fmt: skip
     if hit:
-        need = "a non-negative number" if graded else "0 or 1 (graded labels need graded=True)"
-        raise CandidateError(f"row {hit[0]!r}: label {hit[1]!r} is not {need}")
+        raise CandidateError(f"row {hit[0]!r}: label {hit[1]!r} is not 0, 1 or a grade (a finite "
+                             "number >= 0)")  # fmt: skip
+    graded = _first(spark, f"SELECT row FROM {v} WHERE label <> 0 AND label <> 1") is not None
     hit = _first(spark, f"SELECT row, item_id FROM {v} GROUP BY row, item_id HAVING COUNT(*) > 1 "
                         "ORDER BY row, item_id")  # fmt: skip
     if hit:
@@ -61,18 +61,25 @@ def _check(spark: Any, graded: bool, n_relevant: bool) -> None:
         if hit:
             raise CandidateError(f"row {hit[0]!r}: n_relevant is not one number of at least the "
                                  "row's relevant lines and 1")  # fmt: skip
+        if graded:
+            hit = _first(spark, f"SELECT row FROM {v} GROUP BY row HAVING MAX(n_relevant) > "
+                                "SUM(CASE WHEN label > 0 THEN 1 ELSE 0 END) ORDER BY row")  # fmt: skip
+            if hit:
+                raise CandidateError(f"row {hit[0]!r}: n_relevant above its relevant lines and "
+                                     "graded labels: the ideal DCG needs every relevant item's "
+                                     "grade")  # fmt: skip
     else:
         hit = _first(spark, f"SELECT row FROM {v} GROUP BY row HAVING SUM(CASE WHEN label > 0 "
                             "THEN 1 ELSE 0 END) = 0 ORDER BY row")  # fmt: skip
         if hit:
             raise CandidateError(f"row {hit[0]!r}: no relevant item (a row needs one)")
+    return graded
 
 
 def evaluate(
     df: Any, measures: Sequence[str] = DEFAULT_MEASURES, rules: Sequence[str] | None = None, *,
     position_col: str | None = None, row_col: str = "row", item_col: str = "item_id",
     label_col: str = "label", score_col: str = "score", n_relevant_col: str | None = None,
-    graded: bool = False,
 ) -> pd.DataFrame:  # fmt: skip
     """The summary of :meth:`tieaudit.Evaluation.summary` for the Spark DataFrame ``df`` (one
     line per row and candidate), computed by Spark.
@@ -80,8 +87,9 @@ def evaluate(
     ``rules`` default to the default rules that SQL computes, less ``input_order`` without
     ``position_col``. ``row_col`` .. ``score_col`` name the table's columns (the row is one
     user's evaluation, or the user itself); ``n_relevant_col`` a per-row count of relevant
-    items including those not stored; ``graded`` accepts non-negative graded labels (nDCG's
-    gain is the label, the ideal DCG from the row's own labels).
+    items including those not stored. Labels are 0 and 1 or grades (numbers ``>= 0``: nDCG's
+    gain is the label, the ideal DCG from the row's own labels), as :func:`tieaudit.evaluate`
+    reads them.
     """
     ms = parse_measures(measures)
     has_pos = position_col is not None
@@ -111,7 +119,7 @@ def evaluate(
         n = spark.sql(f"SELECT COUNT(*) FROM {_VIEW}").collect()[0][0]
         if n == 0:
             raise CandidateError("the DataFrame has no lines")
-        _check(spark, graded, n_relevant_col is not None)
+        graded = _check(spark, n_relevant_col is not None)
         if has_pos:
             hit = _first(spark, f"SELECT row FROM {_VIEW} WHERE pos IS NULL OR isnan(pos)")
             if hit:
