@@ -159,20 +159,22 @@ def test_each_metric_equals_evaluate_for_every_rule(rule: TieRule, flat: bool,
 
 
 def test_graded_targets_keep_the_exact_sd_and_differ_from_binary_gains() -> None:
-    (preds, target, indexes), = tie_heavy(9, n_updates=1, queries=40, empty=False, graded=True)
-    frame = _lines(preds, target, indexes, None)
-    summary = tieaudit.evaluate(frame, ["nDCG@5"], ["expected"]).summary()
-    m = metric("RetrievalNormalizedDCG", top_k=5)
-    m.update(preds, target, indexes)
-    assert float(m.compute()) == pytest.approx(summary["value"].item(), abs=1e-12)
-    assert float(m.std()) == pytest.approx(summary["sd"].item(), rel=1e-12)
-    binary = metric("RetrievalNormalizedDCG", top_k=5)
-    binary.update(preds, target > 0, indexes)
-    assert float(binary.compute()) != pytest.approx(float(m.compute()), abs=1e-6)
-    # the state is the same five float64 scalars
-    assert {k: (v.shape, v.dtype) for k, v in m.metric_state.items()} == {
-        k: (torch.Size([]), torch.float64) for k in ("n_queries", "total", "var_total", "low",
-                                                     "high")}  # fmt: skip
+    # integer grades, then float grades (0.5 to 3)
+    for preds, target, indexes in tie_heavy(9, n_updates=2, queries=40, empty=False, graded=True):
+        frame = _lines(preds, target, indexes, None)
+        summary = tieaudit.evaluate(frame, ["nDCG@5"], ["expected"]).summary()
+        m = metric("RetrievalNormalizedDCG", top_k=5)
+        m.update(preds, target, indexes)
+        assert float(m.compute()) == pytest.approx(summary["value"].item(), abs=1e-12)
+        assert float(m.std()) == pytest.approx(summary["sd"].item(), rel=1e-12)
+        assert float(m.std()) > 0
+        binary = metric("RetrievalNormalizedDCG", top_k=5)
+        binary.update(preds, target > 0, indexes)
+        assert float(binary.compute()) != pytest.approx(float(m.compute()), abs=1e-6)
+        # the state is the same five float64 scalars
+        assert {k: (v.shape, v.dtype) for k, v in m.metric_state.items()} == {
+            k: (torch.Size([]), torch.float64) for k in ("n_queries", "total", "var_total",
+                                                         "low", "high")}  # fmt: skip
 
 
 def test_one_update_of_a_tie_heavy_table_is_that_table_evaluated() -> None:
