@@ -43,7 +43,7 @@ def _lines(preds, target, indexes, ignore_index):
     q = (indexes.reshape(-1).numpy() if indexes is not None
          else np.repeat(np.arange(preds.shape[0]), preds.shape[1]))  # fmt: skip
     keep = t != ignore_index if ignore_index is not None else np.ones(len(t), bool)
-    frame = pd.DataFrame({"row": q[keep], "label": t[keep].astype(np.int64), "score": p[keep]})
+    frame = pd.DataFrame({"row": q[keep], "label": t[keep].astype(np.float64), "score": p[keep]})
     frame["item_id"] = frame.groupby("row", sort=False).cumcount()
     frame["user_id"] = frame["row"]
     return frame
@@ -89,9 +89,11 @@ def fed(m, updates):
     return m
 
 
-def tie_heavy(seed, n_updates=3, queries=6, flat=True, empty=True, ignore=None):
+def tie_heavy(seed, n_updates=3, queries=6, flat=True, empty=True, ignore=None, graded=False):
     """Updates of tie-heavy queries: scores on three levels, 1 to 12 candidates (2-D: 7), up
-    to three relevant, some queries with none; disjoint query indexes, not in order."""
+    to three relevant, some queries with none; disjoint query indexes, not in order. ``graded``:
+    relevant targets are grades (integer 1 to 3, or float 0.5 to 3 in every other update), so a
+    tie group holds several grades."""
     rng = np.random.default_rng(seed)
     out = []
     next_query = 0
@@ -108,12 +110,17 @@ def tie_heavy(seed, n_updates=3, queries=6, flat=True, empty=True, ignore=None):
             q = None
         preds = torch.tensor(rng.integers(0, 3, shape) / 2.0, dtype=torch.float32)
         target = torch.tensor((rng.random(shape) < (0.3 if empty else 0.6)).astype(np.int64))
+        if graded and len(out) % 2:
+            target = target * torch.tensor(rng.choice([0.5, 1.0, 2.0, 3.0], shape),
+                                           dtype=torch.float32)  # fmt: skip
+        elif graded:
+            target = target * torch.tensor(rng.integers(1, 4, shape))
         if not empty:  # every query a relevant candidate
             if flat:
                 for query in np.unique(q):
                     target[np.flatnonzero(q == query)[0]] = 1
             else:
-                target[:, 0] = 1
+                target[:, 0] = 2 if graded else 1
         if ignore is not None:
             target[torch.tensor(rng.random(shape) < 0.15)] = ignore
         out.append((preds, target, None if q is None else torch.tensor(q)))
@@ -123,9 +130,16 @@ def tie_heavy(seed, n_updates=3, queries=6, flat=True, empty=True, ignore=None):
 # ---------------------------------------------------------------------------- every rule
 @pytest.mark.parametrize("rule", RULES, ids=str)
 @pytest.mark.parametrize("flat", [True, False], ids=["flat", "2-D"])
-def test_each_metric_equals_evaluate_for_every_rule(rule: TieRule, flat: bool) -> None:
-    updates = tie_heavy(1, flat=flat, ignore=-100)
-    plain = tie_heavy(1, flat=flat)
+@pytest.mark.parametrize("graded", [False, True], ids=["binary", "graded"])
+def test_each_metric_equals_evaluate_for_every_rule(rule: TieRule, flat: bool,
+                                                    graded: bool) -> None:  # fmt: skip
+    # graded: the targets as tieaudit.evaluate reads a table's labels (nDCG's gain the grade,
+    # the others reading target > 0), several grades in one tie group, integer and float targets
+    updates = tie_heavy(8 if graded else 1, flat=flat, ignore=-100, graded=graded)
+    plain = tie_heavy(8 if graded else 1, flat=flat, graded=graded)
+    if graded:
+        assert any(((u[1] > 1) & (u[1] != -100)).any() for u in updates)
+        assert any(u[1].is_floating_point() for u in updates)
     for name in NAMES:
         for top_k in (None, 3):
             kw = {"top_k": top_k, "ties": str(rule), "ignore_index": -100}
@@ -142,6 +156,25 @@ def test_each_metric_equals_evaluate_for_every_rule(rule: TieRule, flat: bool) -
                                ties=str(rule)), plain).compute())  # fmt: skip
         want = oracle("RetrievalPrecision", plain, rule, top_k=5, adaptive=adaptive)
         assert got == pytest.approx(want, abs=1e-12), adaptive
+
+
+def test_graded_targets_keep_the_exact_sd_and_differ_from_binary_gains() -> None:
+    # integer grades, then float grades (0.5 to 3)
+    for preds, target, indexes in tie_heavy(9, n_updates=2, queries=40, empty=False, graded=True):
+        frame = _lines(preds, target, indexes, None)
+        summary = tieaudit.evaluate(frame, ["nDCG@5"], ["expected"]).summary()
+        m = metric("RetrievalNormalizedDCG", top_k=5)
+        m.update(preds, target, indexes)
+        assert float(m.compute()) == pytest.approx(summary["value"].item(), abs=1e-12)
+        assert float(m.std()) == pytest.approx(summary["sd"].item(), rel=1e-12)
+        assert float(m.std()) > 0
+        binary = metric("RetrievalNormalizedDCG", top_k=5)
+        binary.update(preds, target > 0, indexes)
+        assert float(binary.compute()) != pytest.approx(float(m.compute()), abs=1e-6)
+        # the state is the same five float64 scalars
+        assert {k: (v.shape, v.dtype) for k, v in m.metric_state.items()} == {
+            k: (torch.Size([]), torch.float64) for k in ("n_queries", "total", "var_total",
+                                                         "low", "high")}  # fmt: skip
 
 
 def test_one_update_of_a_tie_heavy_table_is_that_table_evaluated() -> None:
@@ -196,6 +229,38 @@ def test_equals_torchmetrics_when_no_score_ties(name: str) -> None:
     ours, theirs = metric(name, top_k=7), getattr(tmr, name)(top_k=7)
     ours.update(p2, t2)
     theirs.update(p2, t2, indexes=torch.arange(30).repeat_interleave(20).reshape(30, 20))
+    assert float(ours.compute()) == pytest.approx(float(theirs.compute()), abs=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.float32])
+def test_graded_ndcg_equals_torchmetrics_when_no_score_ties(dtype: torch.dtype) -> None:
+    # torchmetrics' nDCG takes the target as a linear gain, its ideal DCG from the query's own
+    # targets: the same as tieaudit's with grades
+    rng = np.random.default_rng(17)
+    lengths = rng.integers(1, 30, 80)
+    q = torch.tensor(np.repeat(np.arange(80), lengths))
+    preds = torch.tensor(rng.random(len(q)), dtype=torch.float32)
+    assert len(torch.unique(preds)) == len(preds)
+    grades = [0, 0, 0, 0, 1, 2, 3] + ([0.5, 2.5] if dtype.is_floating_point else [7])
+    target = torch.tensor(rng.choice(grades, len(q)), dtype=dtype)
+    for kw in ({}, {"top_k": 1}, {"top_k": 5}, {"empty_target_action": "skip", "top_k": 3},
+               {"aggregation": "min", "top_k": 10}):  # fmt: skip
+        ours, theirs = metric("RetrievalNormalizedDCG", **kw), tmr.RetrievalNormalizedDCG(**kw)
+        for lo in range(0, 80, 20):
+            sel = (q >= lo) & (q < lo + 20)
+            ours.update(preds[sel], target[sel], indexes=q[sel])
+            theirs.update(preds[sel], target[sel], indexes=q[sel])
+        assert float(ours.compute()) == pytest.approx(float(theirs.compute()), abs=1e-6), kw
+    p2, t2 = preds[:600].reshape(30, 20), target[:600].reshape(30, 20)
+    ours, theirs = metric("RetrievalNormalizedDCG", top_k=7), tmr.RetrievalNormalizedDCG(top_k=7)
+    ours.update(p2, t2)
+    theirs.update(p2, t2, indexes=torch.arange(30).repeat_interleave(20).reshape(30, 20))
+    assert float(ours.compute()) == pytest.approx(float(theirs.compute()), abs=1e-6)
+    # and with ties, torchmetrics' tie-averaged nDCG is ties="expected" on grades too
+    tied = torch.round(preds * 3) / 3
+    ours, theirs = metric("RetrievalNormalizedDCG", top_k=4), tmr.RetrievalNormalizedDCG(top_k=4)
+    ours.update(tied, target, q)
+    theirs.update(tied, target, q)
     assert float(ours.compute()) == pytest.approx(float(theirs.compute()), abs=1e-6)
 
 
@@ -290,8 +355,8 @@ def test_a_query_seen_again_is_refused_by_name() -> None:
     assert m.update_count == 4
     with pytest.raises(CandidateError, match="NaN score"):  # refused by the table
         m(torch.tensor([0.5, float("nan"), 0.1]), t, torch.tensor([9, 9, 10]))
-    with pytest.raises(ValueError, match="graded target"):  # refused before the table
-        m(p, torch.tensor([2, 0, 0]), torch.tensor([9, 9, 10]))
+    with pytest.raises(ValueError, match="not a relevance label"):  # refused before the table
+        m(p, torch.tensor([-2, 0, 0]), torch.tensor([9, 9, 10]))
     assert float(m.n_queries) == 6 and m.update_count == 4
     assert float(m.compute()) == pytest.approx(0.5)
     m.reset()
@@ -335,13 +400,15 @@ def test_half_precision_ties_are_counted_after_the_cast(dtype: torch.dtype) -> N
 def test_bad_input_is_refused_clearly() -> None:
     m = metric("RetrievalNormalizedDCG")
     idx = torch.tensor([0, 0, 1])
-    with pytest.raises(ValueError, match=r"target 2 at position 2 .* is a graded target"):
-        m.update(torch.tensor([0.1, 0.2, 0.3]), torch.tensor([1, 2, 1]), idx)
-    with pytest.raises(ValueError, match=r"target 0.5 at position 3 .* is a graded target"):
-        m.update(torch.tensor([0.1, 0.2, 0.3]), torch.tensor([1.0, 0.0, 0.5]), idx)
-    with pytest.raises(ValueError, match=r"target 2 at position 3 .* is a graded target"):
+    for bad, at in ((-0.5, 2), (float("nan"), 3), (float("inf"), 2), (-float("inf"), 3)):
+        target = torch.tensor([2.0, 0.0, 1.0])
+        target[at - 1] = bad
+        with pytest.raises(ValueError, match=rf"target {bad!r} at position {at} .* not a "
+                           r"relevance label \(a finite number >= 0"):  # fmt: skip
+            m.update(torch.tensor([0.1, 0.2, 0.3]), target, idx)
+    with pytest.raises(ValueError, match=r"target -2 at position 3 .* not a relevance label"):
         metric("RetrievalNormalizedDCG", ignore_index=-1).update(
-            torch.tensor([0.1, 0.2, 0.3, 0.4]), torch.tensor([1, -1, 2, 0]),
+            torch.tensor([0.1, 0.2, 0.3, 0.4]), torch.tensor([1, -1, -2, 3]),
             torch.tensor([0, 0, 1, 1]))  # counted in the tensors given, not after ignore_index
     with pytest.raises(CandidateError, match=r"record 3: missing or NaN score"):
         m.update(torch.tensor([0.1, 0.2, float("nan")]), torch.tensor([1, 0, 1]), idx)

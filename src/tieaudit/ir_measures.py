@@ -11,9 +11,9 @@
 
 Each call turns the qrels and the run into a candidates table as ``tieaudit evaluate --run
 --qrels`` does (:func:`tieaudit.tables.trec.trec_input`: a query is a row, a document relevant
-when its relevance is above 0, relevant documents the run did not retrieve counted in recall and
-in the ideal DCG) and evaluates it under the tie rule ``ties`` (any rule of the registry;
-default ``expected``). ``ties="docno_desc"`` is trec_eval's order (ties broken by document id,
+when its relevance is above 0, relevant documents the run did not retrieve counted in recall and,
+with their grades, in the ideal DCG) and evaluates it under the tie rule ``ties`` (any rule of
+the registry; default ``expected``). ``ties="docno_desc"`` is trec_eval's order (ties broken by document id,
 descending), so it gives the numbers of ir_measures' own providers built on trec_eval
 (pytrec_eval). The measure is defined with ``support_cutoff=False``: ir_measures' runtime
 provider would otherwise cut each query's run at the cutoff itself, after a sort by score that
@@ -21,10 +21,11 @@ breaks the ties before the measure sees them; the cutoff is the measure's own (`
 The run reaches the measure sorted by query and score (ir_measures sorts it), so
 ``input_order`` keeps that order among equal scores, not the run's own.
 
-Relevance is binary: a document is relevant when its relevance is above 0, as trec_eval
-counts it for ``P``, ``R``, ``RR`` and ``Success``, which so take graded qrels. ``nDCG`` refuses
-graded qrels (a relevance above 1), naming the line: ir_measures' own nDCG takes the grades as
-gains, and a binary-gain nDCG beside it would not be comparable.
+Graded qrels keep their grades, as trec_eval reads them: a document is relevant when its
+relevance is above 0 (what ``P``, ``R``, ``RR`` and ``Success`` count), and nDCG's gain is its
+relevance (linear), the ideal DCG made of the relevance of every relevant document of the query,
+those the run did not retrieve too; so ``nDCG`` under ``docno_desc`` is ir_measures' own
+``nDCG`` (trec_eval's ``ndcg_cut``) with graded qrels too.
 
 Queries as ir_measures counts them: a query of the run with no relevant document in the qrels
 is 0; a query of the qrels the run does not hold is 0 too (ir_measures adds it); a query of the
@@ -110,14 +111,6 @@ def values(qrels: pd.DataFrame, run: pd.DataFrame, metric: str | Measure,
     module docstring): what :func:`measure`'s object computes."""
     m, rule = _parse(metric), parse_rule(ties)
     res, rel = _records(run, "score", "run"), _qrels(qrels)
-    graded = np.flatnonzero(rel.value > 1)
-    if m.name == "nDCG" and len(graded):
-        j = int(graded[0])
-        raise TrecError(f"qrels: {_where(qrels, j)}: relevance {rel.value[j]:g} is a grade: {m} here "
-                        "has binary gains (relevance above 0 is relevant), ir_measures' own "
-                        "nDCG takes grades as gains, so the two would not be comparable; give "
-                        "relevance 0 or 1 (P, R, RR and Success count relevance above 0 as "
-                        "trec_eval does, and take graded qrels)")  # fmt: skip
     judged = set(rel.qid.tolist())
     relevant = set(rel.qid[rel.value > 0].tolist())
     run_qids = list(dict.fromkeys(res.qid.tolist()))

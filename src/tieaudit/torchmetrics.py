@@ -44,11 +44,14 @@ What the state holds
 
 Queries without a relevant candidate (no target above 0) count as torchmetrics counts them
 (``empty_target_action``: ``"neg"`` 0, ``"pos"`` 1, ``"skip"`` left out, ``"error"`` refused).
-Targets are binary relevance: 0 and 1 in bool, integer or float tensors. Graded targets (2,
-3, ..., which torchmetrics' ``RetrievalNormalizedDCG`` takes as gains) are refused, naming the
-first (its position in the update's flattened tensors, counted from 1): the measures here have
-binary gains, and ``target > 0`` makes them binary. Other refusals of the evaluator name the
-record the same way (the position after ``ignore_index``).
+Targets are relevance labels >= 0 in bool, integer or float tensors, as
+:func:`tieaudit.evaluate` reads a table's labels: a candidate is relevant when its target is
+above 0 (``HR``, ``MRR``, ``P`` and ``Recall`` read only that), and nDCG's gain is the target
+itself (linear, as torchmetrics' ``RetrievalNormalizedDCG``, trec_eval and scikit-learn take
+it), its ideal DCG made of the query's own targets; every rule stays exact with grades, the
+variance of ``expected`` too. A negative, NaN or infinite target is refused, naming the first
+(its position in the update's flattened tensors, counted from 1); other refusals of the
+evaluator name the record the same way (the position after ``ignore_index``).
 
 Where the values differ from torchmetrics' when nothing ties: torchmetrics' ``RetrievalMRR``,
 ``RetrievalPrecision`` and ``RetrievalRecall`` count a relevant candidate only when its
@@ -227,17 +230,12 @@ class TieAwareRetrievalMetric(Metric):
         if not len(label):
             raise ValueError("`indexes`, `preds` and `target` must be non-empty and non-scalar "
                              "tensors (every target is ignore_index)")  # fmt: skip
-        bad = np.flatnonzero(~(label >= 0))  # NaN too
+        bad = np.flatnonzero(~(label >= 0) | ~np.isfinite(label))  # NaN too
         if len(bad):
             raise ValueError(f"{self._name()}: target {label[bad[0]].item()!r} at position "
                              f"{int(kept[bad[0]]) + 1} of the flattened tensors is not a "
-                             "relevance label (0 or 1)")  # fmt: skip
-        graded = np.flatnonzero((label != 0) & (label != 1))
-        if len(graded):
-            raise ValueError(f"{self._name()}: target {label[graded[0]].item()!r} at position "
-                             f"{int(kept[graded[0]]) + 1} of the flattened tensors is a graded "
-                             "target: tieaudit's measures take binary relevance (0 or 1, or "
-                             "bool); pass `target > 0` for binary gains")  # fmt: skip
+                             "relevance label (a finite number >= 0: 0 not relevant, above 0 "
+                             "relevant and nDCG's gain)")  # fmt: skip
         ids, code = np.unique(query, return_inverse=True)
         if flat:
             again = self._seen.first_seen(ids)
@@ -395,9 +393,9 @@ class TieAwareRetrievalMetric(Metric):
 
 class RetrievalNormalizedDCG(TieAwareRetrievalMetric):
     """nDCG at ``top_k`` (every candidate without), averaged over queries, under ``ties``
-    (:mod:`tieaudit.ties.measures`: binary gains, the ``log2(rank + 1)`` discount, the ideal DCG
-    of the query's relevant candidates); torchmetrics' ``RetrievalNormalizedDCG`` averages ties
-    too (McSherry & Najork 2008), which is ``ties="expected"``."""
+    (:mod:`tieaudit.ties.measures`: the target as the gain, the ``log2(rank + 1)`` discount, the
+    ideal DCG of the query's own targets); torchmetrics' ``RetrievalNormalizedDCG`` averages
+    ties too (McSherry & Najork 2008), which is ``ties="expected"``."""
 
     measure_name = "nDCG"
 
