@@ -137,7 +137,7 @@ from tieaudit.ties.blocks import BlockContext, TieBlock
 from tieaudit.evaluation.evaluate import DEFAULT_SEEDS
 from tieaudit.common.hashing import mix64
 from tieaudit.ties.rules import MAX_SEED, TieRule, recorded_rules, rule_kinds
-from tieaudit.pipeline.sampling import row_id
+from tieaudit.pipeline.sampling import check_row_inputs, row_id
 from tieaudit.scorers.base import calibrate_scorer
 from tieaudit.common.seeds import make_rng, make_seed
 
@@ -326,14 +326,7 @@ def full_catalog_candidates(
     Returns a DataFrame with :func:`summary_columns` (``label`` int64 1, ``score`` float64, the
     counts int64), one line per row in the order of ``rows``.
     """
-    for name, frame in (("rows", rows), ("history", history)):
-        missing = [c for c in ("user_id", "item_id") if c not in frame.columns]
-        if missing:
-            raise ValueError(f"{name} lacks column(s) {missing}")
-    if positive_position not in ("first", "last", "random"):
-        raise ValueError(
-            f"positive_position must be 'first', 'last' or 'random', got {positive_position!r}"
-        )
+    check_row_inputs({"rows": rows, "history": history}, positive_position)
     seed_list = _seed_list(seeds)
     if k_max is not None and (isinstance(k_max, bool) or int(k_max) != k_max or k_max < 1):
         raise ValueError(f"k_max must be a whole number >= 1 or None, got {k_max!r}")

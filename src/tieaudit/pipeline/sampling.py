@@ -63,6 +63,7 @@ log = logging.getLogger(__name__)
 
 __all__ = [
     "sample_rows",
+    "check_row_inputs",
     "build_candidates",
     "row_id",
     "InsufficientNegativesError",
@@ -121,6 +122,19 @@ def sample_rows(heldout: pd.DataFrame, n_rows: int | None, seed: int) -> pd.Data
 # ----------------------------------------------------------------------- building candidates
 
 
+
+def check_row_inputs(frames: dict[str, pd.DataFrame], positive_position: str) -> None:
+    """The rows' and history's ``user_id`` and ``item_id`` columns, and ``positive_position``
+    one of ``first``, ``last``, ``random``: a :class:`ValueError` naming what is not."""
+    for name, frame in frames.items():
+        missing = [c for c in ("user_id", "item_id") if c not in frame.columns]
+        if missing:
+            raise ValueError(f"{name} lacks column(s) {missing}")
+    if positive_position not in ("first", "last", "random"):
+        raise ValueError(
+            f"positive_position must be 'first', 'last' or 'random', got {positive_position!r}"
+        )
+
 def build_candidates(
     heldout_rows: pd.DataFrame,
     history: pd.DataFrame,
@@ -139,14 +153,7 @@ def build_candidates(
     ``catalog``: 1-D array-like of item ids to draw negatives from (duplicates ignored, order
     irrelevant). See the module docstring for the sampling scheme and conventions.
     """
-    for name, frame in (("heldout_rows", heldout_rows), ("history", history)):
-        missing = [c for c in ("user_id", "item_id") if c not in frame.columns]
-        if missing:
-            raise ValueError(f"{name} lacks column(s) {missing}")
-    if positive_position not in ("first", "last", "random"):
-        raise ValueError(
-            f"positive_position must be 'first', 'last' or 'random', got {positive_position!r}"
-        )
+    check_row_inputs({"heldout_rows": heldout_rows, "history": history}, positive_position)
     if insufficient not in ("error", "truncate"):
         raise ValueError(f"insufficient must be 'error' or 'truncate', got {insufficient!r}")
     if int(n_negatives) != n_negatives or n_negatives < 0:
