@@ -46,6 +46,11 @@ _TYPES = {"row": "VARCHAR", "user_id": "VARCHAR", "item_id": "VARCHAR", "label":
           "score": "DOUBLE", "n_relevant": "BIGINT", "n_higher": "BIGINT", "n_lower": "BIGINT"}  # fmt: skip
 
 
+#: A line's place in the stored order: its file's index (name order), then its line in the file.
+_FILE = 2**32
+_PLACE = f"file_ * {_FILE} + line_"
+
+
 def _connect(memory: int | None, threads: int | None, spill: str | None = None) -> Any:
     try:
         import duckdb
@@ -161,6 +166,7 @@ def _check(con: Any, names: list[str], optional: list[str]) -> bool:
     """Every line and row as the default engine requires; the first problem, named by file and
     line, as a :class:`CandidateError`."""
     kinds = [_kind(Path(n)) for n in names]
+    source = names[0] if len(names) == 1 else "the files"  # what a row's problem names
 
     def first(cond: str, what: str, cols: str = "") -> None:
         hit = con.sql(f"SELECT file_, line_{cols} FROM lines_ WHERE {cond} "
@@ -182,37 +188,37 @@ def _check(con: Any, names: list[str], optional: list[str]) -> bool:
                           ).fetchall()[0][0])  # fmt: skip
     for c in optional:
         first(f"{c} < 0", f"{c} {{0}} is negative", f", {c}")
-    dup = con.sql("SELECT row, item_id, MIN(file_ * 4294967296 + line_) AS a, "
-                  "MAX(file_ * 4294967296 + line_) AS b FROM lines_ GROUP BY row, item_id "
+    dup = con.sql(f"SELECT row, item_id, MIN({_PLACE}) AS a, "
+                  f"MAX({_PLACE}) AS b FROM lines_ GROUP BY row, item_id "
                   "HAVING COUNT(*) > 1 ORDER BY a LIMIT 1").fetchall()  # fmt: skip
     if dup:
         row, item, _, b = dup[0]
-        f, line = divmod(int(b), 4294967296)
+        f, line = divmod(int(b), _FILE)
         raise CandidateError(f"{_where(names, f, line, kinds[f] == 'parquet')}: item {item!r} "
                              f"appears twice in row {row!r}")  # fmt: skip
     for c in ("user_id", *optional):
         bad = con.sql(f"SELECT row FROM lines_ GROUP BY row HAVING COUNT(DISTINCT {c}) > 1 "
-                      "ORDER BY MIN(file_ * 4294967296 + line_) LIMIT 1").fetchall()  # fmt: skip
+                      f"ORDER BY MIN({_PLACE}) LIMIT 1").fetchall()  # fmt: skip
         if bad:
-            raise CandidateError(f"{names[0] if len(names) == 1 else 'the files'}: row "
+            raise CandidateError(f"{source}: row "
                                  f"{bad[0][0]!r} has more than one {c}; it is constant within a "
                                  "row")  # fmt: skip
     need = "MAX(n_relevant)" if "n_relevant" in optional else "0"
     bad = con.sql(f"SELECT row, SUM(CASE WHEN label > 0 THEN 1 ELSE 0 END) AS r, {need} AS n "
                   "FROM lines_ GROUP BY row HAVING (r = 0 AND n = 0) OR (n > 0 AND n < r) "
-                  "ORDER BY MIN(file_ * 4294967296 + line_) LIMIT 1").fetchall()  # fmt: skip
+                  f"ORDER BY MIN({_PLACE}) LIMIT 1").fetchall()  # fmt: skip
     if bad:
         row, r, n = bad[0]
         what = ("has no relevant item (a row needs a relevant line, or n_relevant >= 1)" if r == 0
                 else f"has {r} relevant lines but n_relevant {n}")  # fmt: skip
-        raise CandidateError(f"{names[0] if len(names) == 1 else 'the files'}: row {row!r} {what}")
+        raise CandidateError(f"{source}: row {row!r} {what}")
     if graded and "n_relevant" in optional:
         bad = con.sql("SELECT row FROM lines_ GROUP BY row HAVING MAX(n_relevant) > SUM(CASE WHEN "
-                      "label > 0 THEN 1 ELSE 0 END) ORDER BY MIN(file_ * 4294967296 + line_) "
+                      f"label > 0 THEN 1 ELSE 0 END) ORDER BY MIN({_PLACE}) "
                       "LIMIT 1").fetchall()  # fmt: skip
         if bad:
             raise CandidateError(
-                f"{names[0] if len(names) == 1 else 'the files'}: row {bad[0][0]!r}: n_relevant "
+                f"{source}: row {bad[0][0]!r}: n_relevant "
                 "above its relevant lines and graded labels: the grades of relevant items not "
                 "stored are not known, nor is the ideal DCG: store every relevant item, or give "
                 "labels 0 and 1")  # fmt: skip
@@ -253,7 +259,7 @@ def evaluate(
         extra = ", ".join(c for c in ("n_relevant", "n_higher") if c in optional)
         con.execute(
             "CREATE TEMP VIEW cand AS SELECT row, item_id, label, score"
-            + (", file_ * 4294967296 + line_ AS pos" if pos else "")
+            + (f", {_PLACE} AS pos" if pos else "")
             + (f", {extra}" if extra else "") + " FROM lines_")  # fmt: skip
         # places a prefix table needs: the longest row, or the most relevant items of a row
         longest = con.sql("SELECT MAX(GREATEST(n, r)) FROM (SELECT COUNT(*) + "

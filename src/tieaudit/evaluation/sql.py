@@ -79,10 +79,9 @@ POSITION_RULES = ("input_order", "reversed_input")
 @dataclass(frozen=True)
 class Dialect:
     """What differs between engines: a relation of the whole numbers ``0 .. n`` as column
-    ``p``, and the name of the text type."""
+    ``p``."""
 
     name: str
-    text: str
 
     def numbers(self, n: int) -> str:
         if self.name == "spark":
@@ -91,9 +90,9 @@ class Dialect:
 
 
 #: DuckDB's dialect (``range(0, n + 1)`` gives the column ``range``).
-DUCKDB = Dialect("duckdb", "VARCHAR")
+DUCKDB = Dialect("duckdb")
 #: Spark SQL's dialect (``range(0, n + 1)`` gives the column ``id``).
-SPARK = Dialect("spark", "STRING")
+SPARK = Dialect("spark")
 
 
 def sql_rules(rules: Sequence[TieRule | str], *, has_position: bool) -> list[TieRule]:
