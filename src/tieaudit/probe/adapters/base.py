@@ -35,6 +35,11 @@ class Adapter:
     #: What the library's source does that the probe's rows or device do not show (the census
     #: says it beside the verdict), with the file that does it
     caveat: str = ""
+    #: The functions whose code decides the order the evaluator ranks in (its sort, top-k or
+    #: tie handling), each ``"module:qualname"`` as imported from the installed library (a
+    #: compiled module's function too: ``"pytrec_eval:RelevanceEvaluator"``); the census
+    #: resolves each to its file and line in the pinned version, so a verdict can be checked
+    decides: tuple[str, ...] = ()
 
     def available(self) -> bool:
         """Whether the library is installed (found, not imported)."""
