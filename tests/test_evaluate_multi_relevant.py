@@ -229,6 +229,21 @@ def test_hand_summary_bounds_and_sd() -> None:
     assert s.loc[("pessimistic", "HR@3"), "value"] == 0.5
 
 
+def test_a_value_the_same_at_every_tie_order_has_no_spread() -> None:
+    """Three relevant items among seven tied candidates, every place inside k: HR@10 is 1 under
+    every order, so its exact variance and sd are 0, not the 1e-16 (sd 1e-8) of probabilities
+    summed with rounding; HR@1 keeps its spread, 3/7 * 4/7."""
+    frame = pd.DataFrame([(f"r{u}", f"u{u}", f"i{i}", int(i < 3), 1.0) for u in range(3)
+                          for i in range(7)], columns=COLS)  # fmt: skip
+    e = evaluate(frame, ["HR@10", "HR@1", "MRR@10"], ["expected"])
+    hr10, hr1 = parse_measure("HR@10"), parse_measure("HR@1")
+    assert e["expected"].values[hr10].tolist() == [1.0] * 3
+    assert e["expected"].variances[hr10].tolist() == [0.0] * 3
+    s = e.summary().set_index("metric")
+    assert s.loc["HR@10", "sd"] == 0.0 and s.loc["HR@10", "value"] == 1.0
+    assert e["expected"].variances[hr1] == pytest.approx([12 / 49] * 3, abs=1e-15)
+
+
 # ----------------------------------------------------------------------------- brute force
 
 

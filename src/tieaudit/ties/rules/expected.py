@@ -87,7 +87,7 @@ def _first_relevant_moments(
     1)`` of the group, in blocks of rows so that memory stays bounded."""
     cap = len(table) - 1
     e1 = np.zeros(len(g))
-    e2 = np.zeros(len(g))
+    e2 = np.zeros(len(g))  # the variance (two passes: the mean first)
     places = np.clip(np.minimum(k - g, t - r + 1), 0, None)
     width = int(places.max()) if len(g) else 0
     if width == 0:
@@ -103,9 +103,19 @@ def _first_relevant_moments(
             factor = np.where(j == 1, rr / tt, (tt - rr - j + 2) / (tt - j + 1))
         prob = np.cumprod(np.where(valid, factor, 0.0), axis=1)
         vals = table[np.minimum(g[sl, None] + j.astype(np.int64), cap)]
-        e1[sl] = (prob * vals).sum(axis=1)
-        e2[sl] = (prob * vals * vals).sum(axis=1)
-    return e1, np.maximum(e2 - e1 * e1, 0.0)
+        # Where the places cover the whole group (t - r + 1 of them), the probabilities sum to
+        # 1 exactly, not to the 1 - 1e-16 of their rounded product: normalized, a value that is
+        # the same at every place (HR with the group inside k) has the variance 0 exactly.
+        # Elsewhere the mass beyond the cutoff has the value 0.
+        mass = prob.sum(axis=1)
+        whole = places[sl] >= t[sl] - r[sl] + 1
+        norm = np.where(whole & (mass > 0), mass, 1.0)
+        e1[sl] = (prob * vals).sum(axis=1) / norm
+        dev = vals - e1[sl, None]
+        e2[sl] = (prob * dev * dev).sum(axis=1) / norm + np.where(
+            whole, 0.0, np.maximum(1.0 - mass, 0.0) * e1[sl] * e1[sl]
+        )
+    return e1, np.maximum(e2, 0.0)
 
 
 def _graded_variance(ties: TieStructure, a: np.ndarray, s2: np.ndarray) -> np.ndarray:
