@@ -343,6 +343,11 @@ def test_an_edited_file_input_reruns_downstream_and_is_re_pinned_saying_so(
     res = snakemake(project, target)
     assert res.returncode != 0
     assert "HTML" in res.stdout, res.stdout[-3000:]
+    # the reason again among the run's last lines, after Snakemake's report
+    end = res.stdout[res.stdout.rindex("The run stopped: 1 step(s) failed"):]
+    assert "  rule download (dataset=local, key=interactions, filename=interactions.csv) " \
+        "failed: DownloadError:" in end and "HTML" in end, end
+    assert len(end.splitlines()) < 10, end
     assert raw.read_bytes() == kept
     assert interim.stat().st_mtime_ns == made
     assert yaml.safe_load(lock.read_text())[url]["size"] == len(INTERACTIONS) + 9
