@@ -26,6 +26,15 @@ include: "workflow/rules/probe.smk"
 include: "workflow/rules/casting.smk"
 
 
+# A failed step's one-line reason is repeated as the run's last lines (tieaudit.pipeline.workflow).
+onstart:
+    forget_failures()
+
+
+onerror:
+    say_failures()
+
+
 rule all:
     default_target: True
     input:

@@ -12,6 +12,9 @@ path = download(
     sha256=p.sha256 or None,
     lockfile=p.lockfile or None,
     format=p.format or None,
+    # the copy is kept while the step runs (flagged `update`): a local file is copied again (the
+    # step runs because it changed), a remote one kept if it still verifies against its pin
+    force=p.url.lower().startswith("file:"),
     progress=False,
 )
 log.info("downloaded %s to %s (%d bytes)", p.url, path, path.stat().st_size)

@@ -333,3 +333,21 @@ def test_an_edited_file_input_reruns_downstream_and_is_re_pinned_saying_so(
     assert raw.read_text().endswith("u0,i29,5\n")
     inter = pd.read_parquet(project / "data/interim/local/interactions.parquet")
     assert len(inter) == 161 and ((inter["user_id"] == "u0") & (inter["item_id"] == "i29")).any()
+
+    # an edit that breaks the file (saved as a web page): the download fails naming it, and the
+    # last good copy and everything made from it stay as they were
+    kept = raw.read_bytes()
+    interim = project / "data/interim/local/interactions.parquet"
+    made = interim.stat().st_mtime_ns
+    (project / "inputs" / "interactions.csv").write_text("<!DOCTYPE html><html>sign in</html>\n")
+    res = snakemake(project, target)
+    assert res.returncode != 0
+    assert "HTML" in res.stdout, res.stdout[-3000:]
+    # the reason again among the run's last lines, after Snakemake's report
+    end = res.stdout[res.stdout.rindex("The run stopped: 1 step(s) failed"):]
+    assert "  rule download (dataset=local, key=interactions, filename=interactions.csv) " \
+        "failed: DownloadError:" in end and "HTML" in end, end
+    assert len(end.splitlines()) < 10, end
+    assert raw.read_bytes() == kept
+    assert interim.stat().st_mtime_ns == made
+    assert yaml.safe_load(lock.read_text())[url]["size"] == len(INTERACTIONS) + 9

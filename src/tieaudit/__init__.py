@@ -24,8 +24,10 @@ read_candidates``), and so is a submodule named as an attribute (``tieaudit.anal
 importing ``tieaudit.data.download`` for a download runs none of the evaluator's modules, so a
 pipeline step depends only on the files it runs (:mod:`tieaudit.pipeline.dependencies` reads
 :data:`_EXPORTS`). A module that moved when the folders were made (``tieaudit.candidates``,
-``tieaudit.audit``, ...) is still found under its old name, with a :class:`DeprecationWarning`
-(:data:`_MOVED`; the changelog lists them), for one release.
+``tieaudit.rules``, ...) is still found under its old name, with a :class:`DeprecationWarning`
+(:data:`_MOVED`; the changelog lists them), for one release; where an old module's name is now a
+function of the root (``tieaudit.evaluate``, ``tieaudit.audit``, ``tieaudit.compare``), the
+attribute is the function and ``from tieaudit.audit import ...`` still finds the module.
 """
 
 from __future__ import annotations
@@ -53,6 +55,8 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "hash_seed_ranks",
         "tie_structure",
     ),
+    "analyses.audit": ("audit",),
+    "analyses.compare": ("compare",),
     "common.hashing": ("hash_key",),
     "ties.measures": ("DEFAULT_MEASURES", "Measure", "parse_measure", "parse_measures"),
     "ties.rules": ("DEFAULT_RULES", "TieRule", "parse_rule", "parse_rules"),
@@ -92,6 +96,8 @@ __all__ = [
     "RuleResult",
     "TieRule",
     "__version__",
+    "audit",
+    "compare",
     "evaluate",
     "expected_moments",
     "hash_key",
@@ -118,6 +124,8 @@ if TYPE_CHECKING:  # what type checkers see; at run time each name is imported o
         hash_seed_ranks,
         tie_structure,
     )
+    from .analyses.audit import audit
+    from .analyses.compare import compare
     from .common.hashing import hash_key
     from .ties.measures import DEFAULT_MEASURES, Measure, parse_measure, parse_measures
     from .ties.rules import DEFAULT_RULES, TieRule, parse_rule, parse_rules

@@ -8,6 +8,7 @@ from urllib.parse import urlparse
 from urllib.request import url2pathname
 
 from tieaudit.pipeline.dependencies import library_files
+from tieaudit.pipeline.workflow import forget_failures, say_failures
 from tieaudit.ties.measures import parse_measure
 from tieaudit.tables.precision import parse_precision
 from tieaudit.probe.adapters import adapter_names
