@@ -215,6 +215,8 @@ def test_the_census_page_shows_every_line_of_the_published_census() -> None:
     assert list(published[0]) == list(CENSUS_COLUMNS) and run["lines"] == len(published)
     page = pages.census_page()
     assert f"run on **{run['date']}**" in page
+    cited = next(line for line in published if line["source"])  # the page's example citation
+    assert f"(tieaudit census of {run['date'][:10]}; `{cited['source']}`)*" in page
     for column in CENSUS_COLUMNS:  # every column explained
         assert f"- `{column}`: {CENSUS_COLUMN_TEXT[column]}" in page
     table = [line for line in page.splitlines() if line.startswith("| ")]

@@ -245,6 +245,21 @@ def _census_run() -> str:
             f"{which}, {where}; {run['lines']} lines.")
 
 
+def _example(rows: list[list[str]]) -> str:
+    """A citation of the census's first line that cites its source, as the page advises."""
+    lines = [dict(zip(rows[0], row, strict=False)) for row in rows[1:]]
+    line = next((x for x in lines if x.get("source") and not x["source"].startswith("error")),
+                None)  # fmt: skip
+    if line is None:
+        return ""
+    date = ""
+    if CENSUS_RUN.is_file():
+        date = f" of {json.loads(CENSUS_RUN.read_text(encoding='utf-8'))['date'][:10]}"
+    return (f": for example *{line['library']} {line['version']}, `{line['function']}`, "
+            f"{line['measure']}: `{line['behaviour']}` (tieaudit census{date}; "
+            f"`{line['source']}`)*")
+
+
 def census_page() -> str:
     """The published census (``docs/census/evaluators.csv``, with the run's ``census.json``):
     what its columns mean, how to reproduce and cite a line, and a table with one line per
@@ -286,9 +301,7 @@ def census_page() -> str:
             "(../../guide/probe.md) says more.", "",
             "## Cite a line", "",
             "Give the library, its version, the function and measure, the behaviour and the "
-            "census's date, and the `source` cell: for example *numpy 2.4.6, "
-            "`np.argsort(-s, kind=\"stable\")`, nDCG@10: `input_order` (tieaudit census of "
-            "DATE; `numpy/_core/fromnumeric.py:1100 argsort`)*. To check it, install that "
+            f"census's date, and the `source` cell{_example(rows)}. To check it, install that "
             "version (`pip download LIBRARY==VERSION --no-deps` and unpack the wheel) and read "
             "the file at that line.", "",
             "## The census", ""]  # fmt: skip
