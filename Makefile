@@ -53,10 +53,12 @@ test-spark: $(STAMP)  ## tieaudit.spark on a local Spark against the default eng
 
 # every adapter's library in an environment of its own under .census/ (pins from
 # src/tieaudit/probe/adapters/census.toml), probed there; never part of make test
-# CENSUS_JOBS environments are installed at once (installing mostly waits on indexes and disk)
-census: $(STAMP)  ## probe every adapter's library in its own environment; results/census/evaluators.{csv,md}
+# CENSUS_JOBS environments are installed at once (installing mostly waits on indexes and disk);
+# the run is published to docs/census/ (the CSV and its date and duration), which the site's
+# census page is made from
+census: $(STAMP)  ## probe every adapter's library in its own environment; results/census/evaluators.{csv,md}, published to docs/census/
 	nice -n 10 $(BIN)/python -m tieaudit.probe.census --cache .census --out results/census \
-		--jobs $(CENSUS_JOBS)
+		--jobs $(CENSUS_JOBS) --publish docs/census
 
 test-slurm: $(STAMP)  ## run a small configuration (one job of every rule) through a throw-away one-node Slurm cluster (root; about 8 min)
 	bash tests/slurm/run_slurm_test.sh

@@ -169,6 +169,7 @@ def test_the_census_page_is_the_census_csv_or_says_where_it_comes_from(
 ) -> None:
     pages = generated_pages()
     monkeypatch.setattr(pages, "CENSUS", tmp_path / "evaluators.csv")
+    monkeypatch.setattr(pages, "CENSUS_RUN", tmp_path / "census.json")
     monkeypatch.setattr(pages, "PIPELINE_TABLE", tmp_path / "paper" / "evaluators.md")
     page = pages.census_page()  # absent: the build goes on, saying where a table comes from
     assert "run `make census`" in page and "`results/paper/evaluators.md`" in page
@@ -183,6 +184,52 @@ def test_the_census_page_is_the_census_csv_or_says_where_it_comes_from(
     page = pages.census_page()
     assert "| adapter | rule | note |\n|---|---|---|\n| sklearn | expected | a\\|b |" in page
     assert "make census" in page and "run `make census`" not in page
+    assert "date and duration were not recorded" in page
+    (tmp_path / "census.json").write_text('{"date": "2026-12-06 13:05 UTC", "seconds": 150, '
+                                          '"adapters": ["sklearn"], "lines": 1, '
+                                          '"environments": "this interpreter"}')  # fmt: skip
+    page = pages.census_page()
+    assert "run on **2026-12-06 13:05 UTC** in 2.5 min: a partial run of 1 adapters " \
+        "(`sklearn`; the next full `make census` replaces it), in the interpreter of the checkout (`--here`); 1 lines." in page
+
+
+def _cells(line: str) -> list[str]:
+    """The cells of a Markdown table line (``\\|`` is a ``|`` inside a cell)."""
+    import re
+
+    return [c.strip().replace("\\|", "|") for c in re.split(r"(?<!\\)\|", line.strip())[1:-1]]
+
+
+def test_the_census_page_shows_every_line_of_the_published_census() -> None:
+    import csv
+    import json
+
+    from tieaudit.probe.census import CENSUS_COLUMN_TEXT, CENSUS_COLUMNS
+
+    pages = generated_pages()
+    assert pages.CENSUS == ROOT / "docs" / "census" / "evaluators.csv"  # what make census writes
+    with pages.CENSUS.open(newline="", encoding="utf-8") as f:
+        published = list(csv.DictReader(f))
+    run = json.loads(pages.CENSUS_RUN.read_text(encoding="utf-8"))
+    # the committed data is a census of this version: its columns, its line count
+    assert list(published[0]) == list(CENSUS_COLUMNS) and run["lines"] == len(published)
+    page = pages.census_page()
+    assert f"run on **{run['date']}**" in page
+    cited = next(line for line in published if line["source"])  # the page's example citation
+    assert f"(tieaudit census of {run['date'][:10]}; `{cited['source']}`)*" in page
+    for column in CENSUS_COLUMNS:  # every column explained
+        assert f"- `{column}`: {CENSUS_COLUMN_TEXT[column]}" in page
+    table = [line for line in page.splitlines() if line.startswith("| ")]
+    header = _cells(table[0])
+    shown = [dict(zip(header, _cells(line), strict=True)) for line in table[1:]]
+    assert len(shown) == len(published)
+    for line in published:  # each line with its verdict and its citation
+        key = (line["adapter"], line["library"], line["measure"])
+        (row,) = [r for r in shown if (r["adapter"], r["library"], r["measure"]) == key]
+        for column in ("version", "function", "behaviour", "casting", "source", "note"):
+            assert row[column] == line[column].replace("\n", " "), (key, column)
+        if line["behaviour"] not in ("not installed", "not installable", "error"):
+            assert line["source"], key  # a verdict cites the code that decides it
 
 
 def toctree(page: Path) -> list[str]:

@@ -1,10 +1,10 @@
 """Reference pages made at every build from what they describe, never typed twice: the API page
 from ``tieaudit.__all__`` (the docstrings by autodoc), the command line from its argument
 parser, the configuration from ``workflow/schemas/config.schema.yaml``, the evaluator census
-from ``results/census/evaluators.csv`` when ``make census`` has written it. They are written to
-``docs/reference/_generated/`` (not tracked) before Sphinx reads the sources; a page left there
-by an earlier version is removed. The tie-rule table, ``docs/reference/tie-rules.md``, is tracked
-so that it reads offline, and ``tests/test_docs.py`` checks it against the registry."""
+from its published run, ``docs/census/evaluators.csv`` (``make census`` writes it). They are
+written to ``docs/reference/_generated/`` (not tracked) before Sphinx reads the sources; a page
+left there by an earlier version is removed. The tie-rule table, ``docs/reference/tie-rules.md``,
+is tracked so that it reads offline, and ``tests/test_docs.py`` checks it against the registry."""
 
 from __future__ import annotations
 
@@ -221,27 +221,61 @@ def config_page() -> str:
     return "\n".join(out) + "\n"
 
 
-#: What ``make census`` writes (every adapter's library probed in an environment of its own).
-CENSUS = ROOT / "results" / "census" / "evaluators.csv"
+#: The census published with the site: ``make census`` writes it (``--publish docs/census``),
+#: the commit keeps it, the build reads it (never running the census).
+CENSUS = DOCS / "census" / "evaluators.csv"
+#: Beside it: the run's date, duration, adapters and environments (``census.json``).
+CENSUS_RUN = CENSUS.with_name("census.json")
 #: What the pipeline writes (``make demo``, ``make paper``): the same probe, for the libraries of
 #: this checkout's environment.
 PIPELINE_TABLE = ROOT / "results" / "paper" / "evaluators.md"
 
+def _census_run() -> str:
+    """One sentence on the published run, from ``census.json``."""
+    if not CENSUS_RUN.is_file():
+        return "The run's date and duration were not recorded (no `census.json` beside it)."
+    run = json.loads(CENSUS_RUN.read_text(encoding="utf-8"))
+    which = ("every registered adapter" if run["adapters"] == "all" else
+             f"a partial run of {len(run['adapters'])} adapters ("
+             + ", ".join(f"`{a}`" for a in run["adapters"])
+             + "; the next full `make census` replaces it)")  # fmt: skip
+    where = ("each library in an environment of its own" if run["environments"] ==
+             "own environments" else "in the interpreter of the checkout (`--here`)")  # fmt: skip
+    return (f"This census was run on **{run['date']}** in {run['seconds'] / 60:.1f} min: "
+            f"{which}, {where}; {run['lines']} lines.")
+
+
+def _example(rows: list[list[str]]) -> str:
+    """A citation of the census's first line that cites its source, as the page advises."""
+    lines = [dict(zip(rows[0], row, strict=False)) for row in rows[1:]]
+    line = next((x for x in lines if x.get("source") and not x["source"].startswith("error")),
+                None)  # fmt: skip
+    if line is None:
+        return ""
+    date = ""
+    if CENSUS_RUN.is_file():
+        date = f" of {json.loads(CENSUS_RUN.read_text(encoding='utf-8'))['date'][:10]}"
+    return (f": for example *{line['library']} {line['version']}, `{line['function']}`, "
+            f"{line['measure']}: `{line['behaviour']}` (tieaudit census{date}; "
+            f"`{line['source']}`)*")
+
 
 def census_page() -> str:
-    """The evaluator census as a table of every column of ``results/census/evaluators.csv``, or,
-    in a checkout without one, where it comes from and the pipeline's evaluator table
-    (``results/paper/evaluators.md``) when a run wrote one: the build never needs either."""
+    """The published census (``docs/census/evaluators.csv``, with the run's ``census.json``):
+    what its columns mean, how to reproduce and cite a line, and a table with one line per
+    library and measure; in a checkout without it, where it comes from and the pipeline's
+    evaluator table (``results/paper/evaluators.md``) when a run wrote one: the build never
+    runs either."""
     import csv
 
     out = ["# Evaluator census", "",
            "Which tie rule each evaluation library uses, measured by `tieaudit probe` on every "
            "registered adapter, each library installed at a pinned version in an environment of "
-           "its own. `make census` writes `results/census/evaluators.csv` and `.md`; this page "
-           "shows the CSV of the checkout the site was built from.", ""]  # fmt: skip
+           "its own, and the functions of the library's source that decide the order, so that "
+           "every verdict can be checked against the code.", ""]  # fmt: skip
     if not CENSUS.is_file():
-        out += ["This checkout has no census yet: run `make census` (every library in an "
-                "environment of its own, about 15 minutes), then `make docs`. The pipeline "
+        out += ["This checkout has no published census: run `make census` (every library in "
+                "an environment of its own, about 15 minutes), then `make docs`. The pipeline "
                 "probes the libraries of this checkout's environment the same way and writes "
                 "the table to `results/paper/evaluators.md` (`make demo`: the numpy and pandas "
                 "idioms and the `probe` extra's libraries)."]  # fmt: skip
@@ -253,6 +287,24 @@ def census_page() -> str:
         return "\n".join([*out, ""])
     with CENSUS.open(newline="", encoding="utf-8") as f:
         rows = list(csv.reader(f))
+    out += [_census_run(), "", "## The columns", ""]
+    from tieaudit.probe.census import CENSUS_COLUMN_TEXT
+
+    out += [f"- `{c}`: {CENSUS_COLUMN_TEXT.get(c, '')}" for c in rows[0]]
+    out += ["", "## Reproduce", "",
+            "`make census` installs every adapter's library at its pin in an environment of "
+            "its own under `.census/`, probes it there and writes `results/census/"
+            "evaluators.{csv,md}` and this page's data, `docs/census/evaluators.csv` and "
+            "`docs/census/census.json` (the date and duration of the run); `make docs` makes "
+            "this page from them. `python -m tieaudit.probe.census --adapter NAME` probes one "
+            "adapter (`--here`: in the current interpreter); the [probe guide]"
+            "(../../guide/probe.md) says more.", "",
+            "## Cite a line", "",
+            "Give the library, its version, the function and measure, the behaviour and the "
+            f"census's date, and the `source` cell{_example(rows)}. To check it, install that "
+            "version (`pip download LIBRARY==VERSION --no-deps` and unpack the wheel) and read "
+            "the file at that line.", "",
+            "## The census", ""]  # fmt: skip
 
     def line(row: list[str]) -> str:
         return "| " + " | ".join(c.replace("|", "\\|").replace("\n", " ") for c in row) + " |"

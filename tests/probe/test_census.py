@@ -5,12 +5,16 @@ writes. The libraries themselves are probed in their own environments by ``make 
 from __future__ import annotations
 
 import functools
+import re
 import subprocess
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from tests.conftest import examples
 from tieaudit.probe import adapters
 from tieaudit.probe import census as census_mod
 from tieaudit.probe.census import (
@@ -82,6 +86,11 @@ def test_the_runner_here_and_its_tables(tmp_path: Path) -> None:
     assert got.loc[("pandas-rank-max", "HR@10"), "casting"] == "not told"
     assert (frame["rows"] == "4-100").all() and (frame["device"] == "cpu").all()
     assert (frame["version"] != "").all()
+    # the child cites the functions that decide the order, resolved in its interpreter
+    assert (frame.loc[frame["adapter"] == "numpy-stable", "source"]
+            == census_mod.resolve("numpy:argsort")).all()  # fmt: skip
+    assert (frame.loc[frame["adapter"] == "pandas-rank-max", "source"].str.split("; ").map(len)
+            == 2).all()  # fmt: skip
     keys = list(zip(frame["library"], frame["function"], frame["measure"], strict=True))
     assert keys == sorted(keys)
     csv, md = write_census(frame, tmp_path / "out")
@@ -91,7 +100,7 @@ def test_the_runner_here_and_its_tables(tmp_path: Path) -> None:
     assert text.startswith("# The census") and "2 libraries, 2 of them run here" in text
     table = [x for x in text.splitlines() if x.startswith("|")]
     assert table[0] == "| library | version | function | measure | behaviour | casting | " \
-        "invariant | mean | expected | inflation | rows | device | note |"
+        "invariant | mean | expected | inflation | rows | device | source | note |"
     assert len(table) == 2 + 4
     assert "| pandas | " in text and "| shared_last | not told | yes |" in text
     assert not list((tmp_path / "out").glob(".*part"))
@@ -303,3 +312,193 @@ def test_an_installed_copy_s_children_see_none_of_its_site_packages(tmp_path: Pa
     assert [r.split(">")[0] for r in got["base"]] == ["numpy", "pandas", "pyarrow"]
     # the child imports tieaudit (the installed copy) and nothing else of the parent's
     assert got["child"] == [str(Path(got["path"]) / "tieaudit" / "__init__.py"), "True"], got
+
+
+# ---------------------------------------------------------------------- citations
+def _line_at(cited: str) -> str:
+    """The text at a cited ``file:line`` (the file found on this interpreter's path)."""
+    import sys
+
+    where = cited.split(" ", 1)[0]
+    file, line = where.rsplit(":", 1)
+    for folder in sys.path:
+        path = Path(folder or ".") / file
+        if path.is_file():
+            return path.read_text(encoding="utf-8").splitlines()[int(line) - 1]
+    raise AssertionError(f"{file} is on no folder of sys.path")
+
+
+def test_a_cited_function_resolves_to_its_file_and_first_line() -> None:
+    from tieaudit.probe.census import resolve
+
+    got = resolve("numpy:argsort")
+    assert re.fullmatch(r"numpy/[\w/]+\.py:\d+ argsort", got), got
+    assert _line_at(got).lstrip().startswith("def argsort("), _line_at(got)
+    got = resolve("pandas:Series.rank")  # a method found on a base class
+    assert re.fullmatch(r"pandas/[\w/]+\.py:\d+ Series\.rank", got), got
+    assert "def rank(" in _line_at(got)
+    got = resolve("json:dumps")  # the standard library, relative to its folder
+    assert got.startswith("json/__init__.py:") and "def dumps(" in _line_at(got)
+    got = resolve("pathlib:PurePath.name")  # a property: its getter
+    assert got.startswith("pathlib.py:") and got.endswith(" PurePath.name")
+    assert _line_at(got).lstrip().startswith("def name(")  # the def, past the decorator
+    got = resolve("pathlib:Path.cwd")  # a class method
+    assert got.endswith(" Path.cwd") and _line_at(got).lstrip().startswith("def cwd(")
+    # compiled: the extension module's file, relative to site-packages
+    got = resolve("pandas._libs.algos:rank_1d")
+    assert re.fullmatch(r"pandas/_libs/algos\.[\w.-]+:compiled rank_1d", got), got
+
+
+def test_a_function_that_does_not_resolve_is_an_error_naming_it() -> None:
+    from tieaudit.probe.census import resolve
+
+    with pytest.raises(LookupError, match=r"numpy:nope: numpy has no 'nope'"):
+        resolve("numpy:nope")
+    with pytest.raises(LookupError, match=r"numpy\.argsort has no 'gone'"):
+        resolve("numpy:argsort.gone")
+    with pytest.raises(LookupError, match=r"module no_such_module_x does not import "
+                                          r"\(ModuleNotFoundError"):  # fmt: skip
+        resolve("no_such_module_x:f")
+    for bad in ("numpy", "numpy:", ":argsort"):
+        with pytest.raises(LookupError, match="is not 'module:qualname'"):
+            resolve(bad)
+
+
+def test_a_line_cites_every_function_and_shows_the_ones_that_do_not_resolve(monkeypatch) -> None:
+    import dataclasses
+
+    from tieaudit.probe.adapters import base
+
+    adapter = base.get_adapter("numpy-stable")
+    monkeypatch.setitem(base._REGISTRY, adapter.name, dataclasses.replace(
+        adapter, decides=("numpy:argsort", "numpy:sort_gone_in_this_version")))  # fmt: skip
+    cell = census_mod.cite("numpy-stable")
+    first, second = cell.split("; ")
+    assert first == census_mod.resolve("numpy:argsort")
+    assert second == "error: numpy:sort_gone_in_this_version: numpy has no " \
+        "'sort_gone_in_this_version'"
+    line = census_mod._line("numpy-stable", "numpy-stable", "nDCG@10",
+                            {"error": "boom", "source": cell})  # fmt: skip
+    assert line["source"] == cell
+
+
+_QUALIFIED = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
+
+
+def test_every_registered_adapter_cites_the_functions_that_decide_its_order() -> None:
+    for adapter in adapters():
+        assert adapter.decides, f"{adapter.name} cites no function"
+        assert isinstance(adapter.decides, tuple), adapter.name
+        for entry in adapter.decides:
+            assert _QUALIFIED.fullmatch(entry), (adapter.name, entry)
+        assert len(set(adapter.decides)) == len(adapter.decides), adapter.name
+
+
+# ---------------------------------------------------------------------- absent libraries
+_ABSENT = ('[absent."Some Library"]\ntried = ["some-library==1.2", "some-library==1.1"]\n'
+           'why = "Its only  distribution needs CUDA to build."\n'
+           '[absent."Other"]\ntried = ["other==2"]\nwhy = "not installed: no wheel for Linux."\n')
+
+
+def test_absent_libraries_are_no_adapters_and_get_a_line_each(tmp_path: Path,
+                                                             monkeypatch) -> None:  # fmt: skip
+    path = _full(tmp_path, _ABSENT)
+    envs = environments(path)  # the [absent] tables are not adapters
+    assert sorted(n for e in envs for n in e.adapters) == sorted(a.name for a in adapters())
+    other, entry = census_mod.absent(path)  # sorted by library
+    assert other.library == "Other"
+    assert entry == census_mod.Absent("Some Library", ("some-library==1.2", "some-library==1.1"),
+                                      "Its only distribution needs CUDA to build.")  # fmt: skip
+    monkeypatch.setattr(census_mod, "_probe_env", lambda *a, **k: [])
+    frame = census(None, requirements=path)  # a whole census: the absent library's line
+    assert len(frame) == 2
+    # a why that reads like pip's failure is still the absent library's own line
+    assert tuple(frame.iloc[0][["behaviour", "version"]]) == ("not installable", "other==2")
+    row = frame.iloc[1]
+    assert (row["library"], row["behaviour"], row["version"]) == (
+        "Some Library", "not installable", "some-library==1.2, some-library==1.1")
+    assert row["note"] == "Its only distribution needs CUDA to build." and row["source"] == ""
+    assert len(census(None, ["numpy-stable"], requirements=path)) == 0  # some adapters: none
+    assert "2 libraries, 0 of them run here" in census_mod.to_markdown(frame)
+    assert all(isinstance(a, census_mod.Absent) for a in census_mod.absent())  # the real list
+
+
+def test_a_malformed_absent_table_is_named(tmp_path: Path) -> None:
+    bad = {
+        '[absent."X"]\ntried = ["x==1"]\n': "needs exactly 'tried' and 'why'",
+        '[absent."X"]\ntried = []\nwhy = "w"\n': "'tried' must be a non-empty list",
+        '[absent."X"]\ntried = "x==1"\nwhy = "w"\n': "'tried' must be a non-empty list",
+        '[absent."X"]\ntried = ["x==1"]\nwhy = " "\n': "'why' must be a sentence",
+        '[absent."X"]\ntried = ["x==1"]\nwhy = "w"\nnote = "n"\n': "exactly 'tried' and 'why'",
+        '[absent."numpy"]\ntried = ["numpy==1"]\nwhy = "w"\n': "numpy has an adapter",
+    }
+    for text, message in bad.items():
+        with pytest.raises(CensusError, match=re.escape(message)):
+            census_mod.absent(_full(tmp_path, text))
+
+
+# ---------------------------------------------------------------------- published
+def test_the_census_is_published_with_its_date_and_duration(tmp_path: Path) -> None:
+    import json
+
+    assert main(["--here", "--adapter", "numpy-stable", "--out", str(tmp_path / "out"),
+                 "--publish", str(tmp_path / "site")]) == 0  # fmt: skip
+    csv = (tmp_path / "site" / "evaluators.csv").read_bytes()
+    assert csv == (tmp_path / "out" / "evaluators.csv").read_bytes()
+    back = pd.read_csv(tmp_path / "site" / "evaluators.csv")
+    assert list(back.columns) == list(CENSUS_COLUMNS) and len(back) == 2
+    assert (back["source"] == census_mod.resolve("numpy:argsort")).all()  # the child cited it
+    run = json.loads((tmp_path / "site" / "census.json").read_text())
+    assert run["adapters"] == ["numpy-stable"] and run["environments"] == "this interpreter"
+    assert run["lines"] == 2 and run["seconds"] >= 0
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d UTC", run["date"])
+    assert not list((tmp_path / "site").glob(".*part"))
+    census_mod.publish(back, tmp_path / "again", started=0.0, seconds=89.6, names=None,
+                       here=False)  # fmt: skip
+    run = json.loads((tmp_path / "again" / "census.json").read_text())
+    assert run == {"date": "1970-01-01 00:00 UTC", "seconds": 90, "adapters": "all",
+                   "environments": "own environments", "lines": 2}  # fmt: skip
+
+
+def test_make_census_publishes_to_the_folder_the_site_reads() -> None:
+    root = Path(census_mod.__file__).resolve().parents[3]
+    recipe = (root / "Makefile").read_text().split("\ncensus:", 1)[1].split("\n\n", 1)[0]
+    assert "--publish docs/census" in recipe
+
+
+@settings(max_examples=examples(60), deadline=None)
+@given(module=st.sampled_from(["json", "pathlib", "numpy", "pandas"]),
+       qualname=st.lists(st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,12}", fullmatch=True)
+                         | st.sampled_from(["dumps", "Path", "cwd", "argsort", "Series", "rank",
+                                            "decoder", "__class__", "__init__", "name"]),
+                         min_size=1, max_size=3))  # fmt: skip
+def test_any_entry_resolves_or_says_why(module: str, qualname: list[str]) -> None:
+    from tieaudit.probe.census import resolve
+
+    entry = f"{module}:{'.'.join(qualname)}"
+    try:
+        got = resolve(entry)
+    except LookupError as exc:
+        assert str(exc).startswith(f"{entry}: "), exc
+        return
+    where, name = got.split(" ", 1)
+    assert name == ".".join(qualname) and re.fullmatch(r".+:(\d+|compiled)", where), got
+    if not where.endswith(":compiled"):  # a file of this interpreter's path, and a line of it
+        _line_at(got)
+
+
+def test_a_library_that_fails_on_import_or_lookup_is_an_error_not_a_crash(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tieaudit.probe.census import resolve
+
+    (tmp_path / "census_lazy_mod.py").write_text(
+        "def __getattr__(name):\n    raise ImportError(f'{name} needs torch')\n")
+    (tmp_path / "census_exits_mod.py").write_text("import sys\nsys.exit(3)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(LookupError, match=r"census_lazy_mod\.topk fails \(ImportError: topk "
+                                          r"needs torch\)"):  # fmt: skip
+        resolve("census_lazy_mod:topk")
+    with pytest.raises(LookupError, match=r"module census_exits_mod does not import "
+                                          r"\(SystemExit: 3\)"):  # fmt: skip
+        resolve("census_exits_mod:f")

@@ -38,7 +38,10 @@ import argparse
 import atexit
 import functools
 import hashlib
+import importlib
+import importlib.machinery
 import importlib.metadata
+import inspect
 import json
 import logging
 import os
@@ -58,8 +61,9 @@ import pandas as pd
 from .adapters import AdapterError, adapters, get_adapter
 
 __all__ = [
-    "CENSUS_COLUMNS", "K", "NOT_TOLD", "REQUIREMENTS", "CensusError", "Environment", "census",
-    "environments", "probe_one", "write_census",
+    "ABSENT", "CENSUS_COLUMNS", "K", "NOT_INSTALLABLE", "NOT_TOLD", "REQUIREMENTS", "Absent",
+    "CensusError", "Environment", "absent", "census", "cite", "environments", "probe_one",
+    "publish", "resolve", "write_census",
 ]  # fmt: skip
 
 log = logging.getLogger(__name__)
@@ -71,8 +75,42 @@ K = 10
 #: The columns of ``evaluators.csv``.
 CENSUS_COLUMNS = (
     "library", "version", "function", "measure", "behaviour", "casting", "invariant", "mean",
-    "expected", "inflation", "rows", "device", "adapter", "env", "note",
+    "expected", "inflation", "rows", "device", "source", "adapter", "env", "note",
 )  # fmt: skip
+#: What each column of the census means (``evaluators.md`` and the site's census page say it).
+CENSUS_COLUMN_TEXT = {
+    "library": "the library as people know it",
+    "version": "the version installed and probed (pinned in "
+               "`src/tieaudit/probe/adapters/census.toml`); on a `not installable` line the "
+               "pins that were tried",
+    "function": "the call or idiom probed, in one line",
+    "measure": f"the measure, at cutoff {K}",
+    "behaviour": "the tie rule `tieaudit probe` identifies; "
+                 "`unstable` or `unknown` where none fits (the note gives the evidence), `error` "
+                 "where the probe failed (the note says why), `not installed` where the "
+                 "library's environment could not be installed (pip's error in the note), "
+                 "`not installable` for a library the census tried and cannot install here "
+                 "(a `[absent.\"<Library>\"]` table of `census.toml`: the pins tried in "
+                 "`version`, why in the note)",
+    "casting": "the precision the scores are cast or rounded to before they are ranked "
+               "(`none`; `not told` where the probe cannot tell: no order named to read it "
+               "against, or ties that rank the relevant item last anyway)",
+    "invariant": "`yes` when every row gets the same value whatever its stored order",
+    "mean": "the evaluator's mean on the probe's standard tie-heavy table",
+    "expected": "the exact expectation under random tie-breaking on that table",
+    "inflation": "`mean` minus `expected`",
+    "rows": "the candidates a row held in the probe",
+    "device": "where the evaluator ran (a verdict holds for those rows and that device: some "
+              "evaluators take other paths on longer rows or another device, as the notes say)",
+    "source": "the functions whose code decides the order, read from the installed library "
+              "at that version: `file:line function`, the file relative to site-packages "
+              "(several joined with `; `); compiled code as `extension file:compiled "
+              "function`; `error: ...` where a function named for the library does not exist "
+              "in that version",
+    "adapter": "the adapter (`tieaudit probe ADAPTER`) that wraps the call",
+    "env": "the census environment it ran in",
+    "note": "what the probe or the library's source says beyond the verdict",
+}
 #: ``casting`` where the probe cannot tell a cast: no order named to read a perturbed score
 #: against, an order that reads no scores, or ties that already rank the relevant item last.
 NOT_TOLD = "not told"
@@ -80,6 +118,12 @@ _NUMBERS = ("mean", "expected", "inflation")
 _SRC = Path(__file__).resolve().parents[2]  # the folder holding the tieaudit package
 _PYPROJECT = _SRC.parent / "pyproject.toml"
 NOT_INSTALLED = "not installed"
+#: ``behaviour`` of a library of the ``[absent]`` tables: tried, and not installable here.
+NOT_INSTALLABLE = "not installable"
+#: The key of the requirement list's tables of libraries that cannot be installed here.
+ABSENT = "absent"
+#: How a ``source`` cell starts where a function of :attr:`Adapter.decides` does not resolve.
+CITE_ERROR = "error: "
 
 
 class CensusError(ValueError):
@@ -148,6 +192,7 @@ def environments(path: str | Path = REQUIREMENTS, names: Sequence[str] | None = 
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise CensusError(f"{path}: {exc}") from None
     registered = [a.name for a in adapters()]
+    spec = {k: v for k, v in spec.items() if k != ABSENT}  # the libraries not installable
     missing = [n for n in registered if n not in spec]
     unknown = sorted(set(spec) - set(registered))
     if missing or unknown:
@@ -175,6 +220,53 @@ def environments(path: str | Path = REQUIREMENTS, names: Sequence[str] | None = 
         reqs = tuple(str(r) for r in spec[env]["requirements"])
         envs.append(Environment(env, reqs, tuple(n for n in wanted if owner[n] == env)))
     return envs
+
+
+@dataclass(frozen=True)
+class Absent:
+    """A library the census cannot install here: the pins tried and why, in one sentence."""
+
+    library: str
+    tried: tuple[str, ...]
+    why: str
+
+
+def absent(path: str | Path = REQUIREMENTS) -> list[Absent]:
+    """The ``[absent."<Library>"]`` tables of ``path`` (``tried``: the pins tried, ``why``: one
+    sentence), sorted by library; :class:`CensusError` naming a malformed table or a library an
+    adapter probes."""
+    path = Path(path)
+    try:
+        with path.open("rb") as fh:
+            tables = tomllib.load(fh).get(ABSENT, {})
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise CensusError(f"{path}: {exc}") from None
+    probed = {a.library for a in adapters()}
+    out = []
+    for library, entry in sorted(tables.items()):
+        where = f'{path}: [{ABSENT}."{library}"]'
+        if not isinstance(entry, dict) or set(entry) != {"tried", "why"}:
+            raise CensusError(f"{where} needs exactly 'tried' and 'why'")
+        tried, why = entry["tried"], entry["why"]
+        if (not isinstance(tried, list) or not tried
+                or not all(isinstance(t, str) and t.strip() for t in tried)):
+            raise CensusError(f"{where}: 'tried' must be a non-empty list of pins")
+        if not isinstance(why, str) or not why.strip():
+            raise CensusError(f"{where}: 'why' must be a sentence")
+        if library in probed:
+            raise CensusError(f"{where}: {library} has an adapter; it is probed, not absent")
+        out.append(Absent(library, tuple(tried), " ".join(why.split())))
+    return out
+
+
+def _absent_line(entry: Absent) -> dict[str, object]:
+    """The census line of a library that cannot be installed here."""
+    rec: dict[str, object] = dict.fromkeys(CENSUS_COLUMNS, "")
+    rec.update(library=entry.library, version=", ".join(entry.tried), behaviour=NOT_INSTALLABLE,
+               note=entry.why)  # fmt: skip
+    for c in _NUMBERS:
+        rec[c] = float("nan")
+    return rec
 
 
 def _python(folder: Path) -> Path:
@@ -213,6 +305,108 @@ def install(env: Environment, cache: Path) -> tuple[Path | None, str]:
     stamp.write_text(env.digest)
     log.info("%s installed in %.0f s", env.name, time.monotonic() - started)
     return _python(folder), ""
+
+
+def resolve(entry: str) -> str:
+    """Where ``entry`` (``"module:qualname"``, an item of :attr:`.Adapter.decides`) is defined
+    in this interpreter: ``"file:line qualname"``, the line of its ``def`` (past decorators),
+    the file relative to the folder of ``sys.path`` holding it
+    (``rankereval/data.py:382 Rankings.from_scores``), or for compiled code the extension
+    module's file and ``compiled`` (``pytrec_eval_ext.<platform>.so:compiled
+    RelevanceEvaluator.evaluate``). :class:`LookupError` saying why when the module does not
+    import or has no such name (another version of the library)."""
+    module_name, sep, qualname = entry.partition(":")
+    if not sep or not module_name or not qualname:
+        raise LookupError(f"{entry!r} is not 'module:qualname'")
+    try:
+        module = importlib.import_module(module_name)
+    except (Exception, SystemExit) as exc:  # a library's import can fail in any way
+        raise LookupError(f"{entry}: module {module_name} does not import "
+                          f"({type(exc).__name__}: {' '.join(str(exc).split())})") from None
+    obj: object = module
+    for i, part in enumerate(qualname.split(".")):
+        where = ".".join([module_name, *qualname.split(".")[:i]])
+        try:
+            obj = inspect.getattr_static(obj, part) if inspect.isclass(obj) else getattr(obj, part)
+        except AttributeError:
+            raise LookupError(f"{entry}: {where} has no {part!r}") from None
+        except Exception as exc:  # a lazy module's attribute that fails to import
+            raise LookupError(f"{entry}: {where}.{part} fails ({type(exc).__name__}: "
+                              f"{' '.join(str(exc).split())})") from None
+    code = _code_of(obj)
+    try:
+        lines, first = inspect.getsourcelines(code)  # type: ignore[arg-type]
+        path = inspect.getsourcefile(code)  # type: ignore[arg-type]
+    except (TypeError, OSError):  # compiled: the extension module that holds it
+        return f"{_compiled_file(obj, module)}:compiled {qualname}"
+    if path is None:
+        return f"{_compiled_file(obj, module)}:compiled {qualname}"
+    # a function's or class's ``def`` line, past any decorators: where a reader finds its name
+    heads = ("def ", "async def ", "class ")
+    skip = 0
+    if inspect.isroutine(code) or inspect.isclass(code):
+        skip = next((i for i, text in enumerate(lines) if text.lstrip().startswith(heads)), 0)
+    return f"{_relative(path)}:{max(first, 1) + skip} {qualname}"
+
+
+def _code_of(obj: object) -> object:
+    """What holds the source of ``obj``: a property's getter, a static or class method's
+    function, a numba dispatcher's Python function, a decorated function's original."""
+    if isinstance(obj, staticmethod | classmethod):
+        obj = obj.__func__
+    if isinstance(obj, property):
+        obj = obj.fget
+    if isinstance(obj, functools.cached_property):
+        obj = obj.func
+    obj = getattr(obj, "py_func", obj)  # numba's @njit
+    try:
+        return inspect.unwrap(obj)  # type: ignore[arg-type]
+    except ValueError:  # pragma: no cover - a cycle of __wrapped__
+        return obj
+
+
+def _relative(path: str | Path) -> str:
+    """``path`` relative to the deepest folder of ``sys.path`` holding it (a library's
+    site-packages, not the working folder an environment sits in), or its name alone."""
+    path = Path(path).resolve()
+    folders = {Path(p or ".").resolve() for p in sys.path}
+    for folder in sorted(folders, key=lambda p: -len(p.parts)):
+        if path.is_relative_to(folder):
+            return path.relative_to(folder).as_posix()
+    return path.name
+
+
+def _compiled_file(obj: object, module: object) -> str:
+    """Where the compiled ``obj`` is: the first extension module (its path as
+    :func:`_relative` gives it) among the modules named by its ``__module__``, its class's (a
+    method's ``__objclass__``), its ``__self__`` (a module, or a class and its module) and the
+    entry's module, each with its parents; else the entry module's name."""
+    owner = getattr(obj, "__self__", None)
+    names = [getattr(obj, "__module__", None),
+             getattr(getattr(obj, "__objclass__", None), "__module__", None),
+             getattr(owner, "__name__", None) if inspect.ismodule(owner) else None,
+             getattr(owner, "__module__", None), getattr(module, "__name__", None)]  # fmt: skip
+    suffixes = tuple(importlib.machinery.EXTENSION_SUFFIXES)
+    for name in filter(None, names):
+        parts = str(name).split(".")
+        for n in range(len(parts), 0, -1):
+            file = getattr(sys.modules.get(".".join(parts[:n])), "__file__", None) or ""
+            if file.endswith(suffixes):
+                return _relative(file)
+    return module.__name__  # type: ignore[attr-defined]
+
+
+def cite(adapter_name: str) -> str:
+    """Every function of the adapter's :attr:`~.adapters.Adapter.decides` resolved
+    (:func:`resolve`), joined with ``"; "``; an entry that does not resolve is ``error: ...``
+    in its place, never left out."""
+    out = []
+    for entry in get_adapter(adapter_name).decides:
+        try:
+            out.append(resolve(entry))
+        except LookupError as exc:
+            out.append(f"{CITE_ERROR}{exc}")
+    return "; ".join(out)
 
 
 def probe_one(adapter_name: str, metric: str) -> dict[str, object]:
@@ -276,7 +470,8 @@ def _line(adapter_name: str, env: str, metric: str, got: dict) -> dict[str, obje
     adapter = get_adapter(adapter_name)
     rec: dict[str, object] = dict.fromkeys(CENSUS_COLUMNS, "")
     rec.update(library=adapter.library, function=adapter.call, measure=metric,
-               adapter=adapter.name, env=env, version=got.get("version", ""))  # fmt: skip
+               adapter=adapter.name, env=env, version=got.get("version", ""),
+               source=got.get("source", ""))  # fmt: skip
     for c in _NUMBERS:
         rec[c] = float("nan")
     if "error" in got:
@@ -314,7 +509,10 @@ def census(
     if jobs < 1:
         raise CensusError(f"jobs must be >= 1, got {jobs}")
     envs = environments(requirements, names)
+    # the libraries that cannot be installed: a line each in a whole census
     records: list[dict[str, object]] = []
+    if names is None:
+        records += [_absent_line(a) for a in absent(requirements)]
     begun = time.monotonic()
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         if cache is None:
@@ -327,9 +525,9 @@ def census(
             log.info("%s done, %.0f s since the census began", env.name,
                      time.monotonic() - begun)  # fmt: skip
     frame = pd.DataFrame(records, columns=list(CENSUS_COLUMNS))
-    for c in ("behaviour", "version"):  # a library that could not be installed says so
-        gone = frame["note"].str.startswith(NOT_INSTALLED)
-        frame.loc[gone, c] = NOT_INSTALLED
+    # a library that could not be installed says so (an absent one's note is its own sentence)
+    gone = frame["note"].str.startswith(NOT_INSTALLED) & (frame["behaviour"] != NOT_INSTALLABLE)
+    frame.loc[gone, ["behaviour", "version"]] = NOT_INSTALLED
     return frame.sort_values(["library", "function", "measure", "adapter"], kind="stable",
                              ignore_index=True)  # fmt: skip
 
@@ -367,20 +565,15 @@ def _cell(v: object) -> str:
 def to_markdown(frame: pd.DataFrame) -> str:
     """``evaluators.md``: a heading, what the columns mean, and the table."""
     cols = [c for c in CENSUS_COLUMNS if c not in ("adapter", "env")]
-    libs = frame.loc[frame["behaviour"] != NOT_INSTALLED, "library"].nunique()
+    libs = frame.loc[~frame["behaviour"].isin([NOT_INSTALLED, NOT_INSTALLABLE]),
+                     "library"].nunique()  # fmt: skip
     head = [
         "# The census: how each library's evaluator breaks ties",
         "",
         f"{frame['library'].nunique()} libraries, {libs} of them run here; each probed in its own "
-        f"environment (`make census`), every measure at cutoff {K}. `behaviour`: the tie rule "
-        "`tieaudit probe` identifies; `casting`: the precision the scores are cast or rounded "
-        f"to before they are ranked (`none`; `{NOT_TOLD}` where the probe cannot tell: no "
-        "order named to read it against, or ties that rank the relevant item last anyway); "
-        "`invariant`: the same value for every row whatever the stored order; "
-        "`inflation`: the evaluator's mean minus the exact expectation (`expected`) on the "
-        "probe's standard tie-heavy table; `rows` and `device`: the candidates a row held and "
-        "where the evaluator ran (a verdict holds for those: some evaluators take other paths "
-        "on longer rows or another device, as the notes say).",
+        f"environment (`make census`), every measure at cutoff {K}. The columns:",
+        "",
+        *(f"- `{c}`: {CENSUS_COLUMN_TEXT[c]}" for c in cols),
         "",
         "| " + " | ".join(cols) + " |",
         "|" + "|".join("---" for _ in cols) + "|",
@@ -389,19 +582,49 @@ def to_markdown(frame: pd.DataFrame) -> str:
     return "\n".join(head + body) + "\n"
 
 
-def write_census(frame: pd.DataFrame, out: str | Path) -> list[Path]:
-    """Write ``evaluators.csv`` and ``evaluators.md`` into ``out`` (each written whole to a
-    temporary name and then renamed: never half-written); returns their paths."""
-    out = Path(out)
+def _to_csv(frame: pd.DataFrame) -> str:
+    return frame.to_csv(index=False, float_format="%.6f", lineterminator="\n")
+
+
+def _write_whole(out: Path, files: dict[str, str]) -> list[Path]:
+    """Each of ``files`` (name: text) written into ``out`` whole to a temporary name and then
+    renamed: never half-written."""
     out.mkdir(parents=True, exist_ok=True)
-    csv = frame.to_csv(index=False, float_format="%.6f", lineterminator="\n")
     paths = []
-    for name, text in (("evaluators.csv", csv), ("evaluators.md", to_markdown(frame))):
+    for name, text in files.items():
         path, tmp = out / name, out / f".{name}.part"
-        tmp.write_text(text)
+        tmp.write_text(text, encoding="utf-8")
         tmp.replace(path)
         paths.append(path)
     return paths
+
+
+def write_census(frame: pd.DataFrame, out: str | Path) -> list[Path]:
+    """Write ``evaluators.csv`` and ``evaluators.md`` into ``out``; returns their paths."""
+    return _write_whole(Path(out), {"evaluators.csv": _to_csv(frame),
+                                    "evaluators.md": to_markdown(frame)})  # fmt: skip
+
+
+#: The sidecar :func:`publish` writes beside ``evaluators.csv``: when and how the run was made.
+RUN_FILE = "census.json"
+
+
+def publish(frame: pd.DataFrame, folder: str | Path, *, started: float, seconds: float,
+            names: Sequence[str] | None, here: bool) -> list[Path]:  # fmt: skip
+    """Write the census as the documentation site's data (``make census``: ``docs/census``):
+    ``evaluators.csv`` (the same bytes as :func:`write_census`'s) and :data:`RUN_FILE`, the
+    run's date (UTC, from ``started``, seconds since the epoch), its duration, the adapters it
+    ran (``all``, or those ``names``) and where (``own environments``, or ``this interpreter``
+    for ``here``). The site's census page is made from both at every build."""
+    run = {
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(started)),
+        "seconds": round(seconds),
+        "adapters": "all" if names is None else sorted(set(names)),
+        "environments": "this interpreter" if here else "own environments",
+        "lines": len(frame),
+    }
+    return _write_whole(Path(folder), {"evaluators.csv": _to_csv(frame),
+                                       RUN_FILE: json.dumps(run, indent=1) + "\n"})  # fmt: skip
 
 
 def main(argv: Iterable[str] | None = None) -> int:
@@ -420,22 +643,36 @@ def main(argv: Iterable[str] | None = None) -> int:
                         help="only this adapter (repeatable)")  # fmt: skip
     parser.add_argument("--jobs", type=int, default=1, metavar="N",
                         help="environments installed at once (default: 1)")  # fmt: skip
+    parser.add_argument("--publish", metavar="DIR",
+                        help="also write the CSV and the run's date and duration (census.json) "
+                        "into DIR, the site's census page's data (make census: docs/census)")
     parser.add_argument("--child", nargs="+", metavar="ADAPTER METRIC", help=argparse.SUPPRESS)
     args = parser.parse_args(None if argv is None else list(argv))
     if args.child:
         name, *metrics = args.child
+        source = cite(name)
         for metric in metrics:
-            print(json.dumps(probe_one(name, metric), allow_nan=True), flush=True)
+            rec = dict(probe_one(name, metric), source=source)
+            print(json.dumps(rec, allow_nan=True), flush=True)
         return 0
     logging.basicConfig(level=logging.INFO, format="census: %(message)s")
+    started, begun = time.time(), time.monotonic()
     try:
         frame = census(None if args.here else args.cache, args.names, args.requirements,
                        jobs=args.jobs)  # fmt: skip
     except CensusError as exc:
         print(f"tieaudit: error: {exc}", file=sys.stderr)
         return 2
-    for path in write_census(frame, args.out):
+    paths = write_census(frame, args.out)
+    if args.publish:
+        paths += publish(frame, args.publish, started=started, seconds=time.monotonic() - begun,
+                         names=args.names, here=args.here)  # fmt: skip
+    for path in paths:
         print(f"wrote {path}", file=sys.stderr)
+    bad = frame["source"].str.startswith(CITE_ERROR)
+    if bad.any():  # a library's version moved a function cited: the line says which
+        log.warning("%d lines cite a function that does not resolve: %s", bad.sum(),
+                    ", ".join(sorted(set(frame.loc[bad, "adapter"]))))  # fmt: skip
     return 0
 
 

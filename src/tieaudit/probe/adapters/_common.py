@@ -12,7 +12,7 @@ from ...ties.measures import Measure
 
 __all__ = [
     "Row", "rows", "row_codes", "at_ranks", "per_row", "trec_dicts", "padded", "one_target",
-    "TOPK_CAVEAT", "TREC_EVAL_CAVEAT",
+    "TOPK_CAVEAT", "TREC_EVAL_CAVEAT", "TREC_EVAL_DECIDES",
 ]  # fmt: skip
 
 #: torch.topk's paths, which the probe's short rows on the CPU do not all take.
@@ -26,6 +26,11 @@ TREC_EVAL_CAVEAT = (
     "trec_eval stores every score as a C float (TEXT_RESULTS.sim, trec_format.h): scores equal "
     "in float32 are ties, ordered by docno"
 )
+
+#: trec_eval's sort (compiled into pytrec_eval's extension module) and its Python face.
+TREC_EVAL_DECIDES = (
+    "pytrec_eval:RelevanceEvaluator", "pytrec_eval_ext:RelevanceEvaluator.evaluate",
+)  # fmt: skip
 
 
 class Row:

@@ -35,5 +35,6 @@ register(
     Adapter(
         "beir", "BEIR", "beir", "beir",
         "beir.retrieval.custom_metrics.mrr(qrels, results, [k])", tuple(_FUNCTIONS), build,
+        decides=tuple(f"beir.retrieval.custom_metrics:{name}" for name, _ in _FUNCTIONS.values()),
     )
 )  # fmt: skip

@@ -46,5 +46,8 @@ register(
     Adapter(
         "implicit", "implicit", "implicit", "implicit",
         "implicit.evaluation.ranking_metrics_at_k(model, train, test, K=k)", tuple(_KEYS), build,
+        decides=("implicit.evaluation:ranking_metrics_at_k",
+                 "implicit.cpu.matrix_factorization_base:MatrixFactorizationBase.recommend",
+                 "implicit.cpu.topk:topk"),
     )
 )  # fmt: skip

@@ -17,7 +17,7 @@ import pandas as pd
 
 from ...ties.measures import Measure
 from .base import Adapter, AdapterError, register
-from ._common import TREC_EVAL_CAVEAT, trec_dicts
+from ._common import TREC_EVAL_CAVEAT, TREC_EVAL_DECIDES, trec_dicts
 
 _NAMES = {"nDCG": "nDCG", "HR": "Success"}
 
@@ -33,6 +33,20 @@ PROVIDERS = {
     "trectools": ("trectools", "trectools", "trectools", {"nDCG": "nDCG@{k}", "P": "P@{k}"}),
     "gdeval": ("gdeval.pl (ir_measures)", "ir_measures", "ir-measures",
                {"nDCG": "nDCG(dcg='exp-log2')@{k}"}),
+}  # fmt: skip
+
+_SORTED = "ir_measures.util:RunConverter.as_sorted_namedtuple_iter"
+#: provider -> the functions that decide its order (:attr:`Adapter.decides`)
+DECIDES = {
+    "pytrec_eval": ("ir_measures.providers.pytrec_eval_provider:PytrecEvalInvoker.iter_calc",
+                    *TREC_EVAL_DECIDES),
+    "msmarco": ("ir_measures.providers.msmarco_provider:MsMarcoEvaluator._iter_calc",),
+    "cwl_eval": (_SORTED, "ir_measures.providers.cwl_eval:CwlEvaluator._iter_calc"),
+    "pyndeval": (_SORTED, "pyndeval:RelevanceEvaluator.evaluate_iter", "_pyndeval:eval"),
+    "trectools": ("ir_measures.providers.trectools_provider:TrectoolsEvaluator._iter_calc",
+                  "trectools:TrecEval.get_ndcg", "trectools:TrecEval.get_precision"),
+    # the sort is gdeval.pl's (ir_measures/bin/gdeval.pl), which this runs
+    "gdeval": ("ir_measures.providers.gdeval_provider:GdevalEvaluator._iter_calc",),
 }  # fmt: skip
 
 
@@ -77,6 +91,7 @@ register(
         "ir_measures", "ir_measures", "ir_measures", "ir-measures",
         "ir_measures.iter_calc([nDCG@k], qrels, run)", ("nDCG", "HR"), build, extra="probe",
         caveat=TREC_EVAL_CAVEAT,  # its first provider for these measures is pytrec_eval
+        decides=("ir_measures:iter_calc", *DECIDES["pytrec_eval"]),
     )
 )  # fmt: skip
 for _provider_name, (_library, _module, _dist, _names) in PROVIDERS.items():
@@ -88,5 +103,6 @@ for _provider_name, (_library, _module, _dist, _names) in PROVIDERS.items():
             tuple(_names), _provider(_provider_name, _names),
             extra="probe" if _dist in ("ir-measures", "pytrec-eval-terrier") else None,
             caveat=TREC_EVAL_CAVEAT if _provider_name == "pytrec_eval" else "",
+            decides=DECIDES[_provider_name],
         )
     )  # fmt: skip

@@ -28,5 +28,7 @@ register(
     Adapter(
         "keras-in_top_k", "TensorFlow/Keras", "tensorflow", "tensorflow-cpu",
         "tf.math.in_top_k(targets, predictions, k)", ("HR",), build,
+        decides=("tensorflow.python.ops.nn_ops:in_top_k_v2",
+                 "tensorflow.python.ops.gen_nn_ops:in_top_kv2"),
     )
 )  # fmt: skip

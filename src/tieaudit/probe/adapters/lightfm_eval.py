@@ -46,5 +46,7 @@ register(
         "lightfm", "LightFM", "lightfm", "rectools-lightfm",
         "lightfm.evaluation.precision_at_k(model, test, k=k, preserve_rows=True)",
         tuple(_FUNCTIONS), build,
+        decides=("lightfm.evaluation:precision_at_k", "lightfm:LightFM.predict_rank",
+                 "lightfm._lightfm_fast:predict_ranks"),
     )
 )  # fmt: skip

@@ -57,12 +57,13 @@ _ORDERS = {
     "numpy-quicksort": ("np.argsort(-s)", lambda s: np.argsort(-s)),
 }
 for _name, (_call, _order) in _ORDERS.items():
-    register(Adapter(_name, "numpy", "numpy", "numpy", _call, _MEASURES, _from_order(_order)))
+    register(Adapter(_name, "numpy", "numpy", "numpy", _call, _MEASURES, _from_order(_order),
+                     decides=("numpy:argsort",)))  # fmt: skip
 for _method in ("average", "min", "max", "first", "dense"):
     register(
         Adapter(
             f"pandas-rank-{_method}", "pandas", "pandas", "pandas",
             f'pandas.Series(s).rank(ascending=False, method="{_method}")', _MEASURES,
-            _from_rank(_method),
+            _from_rank(_method), decides=("pandas:Series.rank", "pandas._libs.algos:rank_1d"),
         )
     )  # fmt: skip

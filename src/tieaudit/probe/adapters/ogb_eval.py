@@ -42,6 +42,6 @@ register(
     Adapter(
         "ogb", "OGB", "ogb", "ogb",
         'ogb.linkproppred.Evaluator("ogbl-citation2").eval({"y_pred_pos", "y_pred_neg"})',
-        ("HR",), build,
+        ("HR",), build, decides=("ogb.linkproppred:Evaluator._eval_mrr",),
     )
 )  # fmt: skip

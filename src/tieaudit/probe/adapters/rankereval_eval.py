@@ -44,5 +44,6 @@ register(
         "rankereval", "rankereval", "rankereval", "rankereval",
         "rankereval.NDCG(k).score(BinaryLabels.from_positive_indices(..), "
         "Rankings.from_scores(scores))", tuple(_CLASSES), build, caveat=_CAVEAT,
+        decides=("rankereval.data:Rankings.from_scores", "rankereval.data:SparseMatrix.from_lil"),
     )
 )  # fmt: skip

@@ -29,5 +29,7 @@ register(
     Adapter(
         "ranx", "ranx", "ranx", "ranx", 'ranx.evaluate(qrels, run, "ndcg@k", return_mean=False)',
         ("nDCG", "HR"), build, extra="probe",
+        decides=("ranx:Run.from_dict", "ranx.data_structures.common:sort_dict_by_value",
+                 "ranx.data_structures.common:typed_list_argosrt"),
     )
 )  # fmt: skip

@@ -58,5 +58,7 @@ register(
         "recbole", "RecBole", "recbole", "recbole",
         "torch.topk(scores, k) then recbole.evaluator.metrics.Hit / NDCG .metric_info",
         ("nDCG", "HR"), build, extra="probe-torch", caveat=TOPK_CAVEAT,
+        decides=("recbole.evaluator.collector:Collector.eval_batch_collect",
+                 "torch._C:TensorBase.topk"),
     )
 )  # fmt: skip

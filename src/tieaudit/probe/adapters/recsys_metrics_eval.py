@@ -39,5 +39,6 @@ register(
         "recsys_metrics", "recsys-metrics", "recsys_metrics", "recsys-metrics",
         'recsys_metrics.normalized_dcg(preds, target, k=k, reduction="none")', tuple(_FUNCTIONS),
         build, caveat=TOPK_CAVEAT,
+        decides=(*(f"recsys_metrics:{f}" for f in _FUNCTIONS.values()), "torch._C:TensorBase.topk"),
     )
 )  # fmt: skip

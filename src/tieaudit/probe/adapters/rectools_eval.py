@@ -42,5 +42,6 @@ register(
         "rectools", "RecTools", "rectools", "rectools",
         "rectools.metrics.NDCG(k).calc_per_user(ImplicitRanker(DOT, users, items).rank(ids, k))",
         tuple(_METRICS), build,
+        decides=("rectools.models.rank:ImplicitRanker.rank", "implicit.cpu.topk:topk"),
     )
 )  # fmt: skip

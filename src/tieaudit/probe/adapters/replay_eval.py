@@ -11,6 +11,9 @@ from ...ties.measures import Measure
 from .base import Adapter, register
 from ._common import row_codes
 
+#: where RePlay sorts each frame type's recommendations
+_SORTS = {"pandas": "_convert_pandas_to_dict_with_score",
+          "polars": "_get_items_list_per_user_polars"}  # fmt: skip
 _CLASSES = {"nDCG": "NDCG", "HR": "HitRate", "MRR": "MRR", "P": "Precision", "Recall": "Recall"}
 
 
@@ -44,5 +47,6 @@ for _name, _frame in (("replay", "pandas"), ("replay-polars", "polars")):
             _name, "RePlay", "replay", "replay-rec",
             f"replay.metrics.NDCG(k, mode=PerUser())(recs, ground_truth), {_frame} frames",
             tuple(_CLASSES), _build(_frame),
+            decides=(f"replay.metrics.base_metric:Metric.{_SORTS[_frame]}",),
         )
     )  # fmt: skip

@@ -31,5 +31,7 @@ for _name, _ignore in (("sklearn", False), ("sklearn-ignore-ties", True)):
             _name, "scikit-learn", "sklearn", "scikit-learn",
             f"sklearn.metrics.ndcg_score(y_true, y_score, k=k, ignore_ties={_ignore})",
             ("nDCG",), _build(_ignore), extra="probe",
+            decides=("sklearn.metrics._ranking:_dcg_sample_scores",)
+            + (() if _ignore else ("sklearn.metrics._ranking:_tie_averaged_dcg",)),
         )
     )  # fmt: skip

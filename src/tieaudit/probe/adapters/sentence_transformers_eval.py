@@ -57,5 +57,9 @@ register(
         "sentence-transformers",
         "InformationRetrievalEvaluator(queries, corpus, relevant).compute_all_metrics(model)",
         tuple(_KEYS), build,
+        decides=(
+            "sentence_transformers.evaluation:InformationRetrievalEvaluator.compute_all_metrics",
+            "sentence_transformers.evaluation:InformationRetrievalEvaluator.get_corpus_id_ranks",
+        ),
     )
 )  # fmt: skip

@@ -31,5 +31,6 @@ register(
     Adapter(
         "torcheval", "torcheval", "torcheval", "torcheval",
         "torcheval.metrics.functional.hit_rate(input, target, k=k)", tuple(_FUNCTIONS), build,
+        decides=tuple(f"torcheval.metrics.functional:{f}" for f in _FUNCTIONS.values()),
     )
 )  # fmt: skip

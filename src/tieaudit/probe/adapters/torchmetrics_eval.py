@@ -40,5 +40,8 @@ register(
         "torchmetrics", "torchmetrics", "torchmetrics", "torchmetrics",
         "torchmetrics.retrieval.RetrievalNormalizedDCG(top_k=k)", ("nDCG", "HR"), build,
         extra="probe-torch",
+        decides=("torchmetrics.functional.retrieval:retrieval_normalized_dcg",
+                 "torchmetrics.functional.retrieval:retrieval_hit_rate",
+                 "torch._C:TensorBase.argsort"),
     )
 )  # fmt: skip

@@ -7,7 +7,7 @@ import pandas as pd
 
 from ...ties.measures import Measure
 from .base import Adapter, register
-from ._common import TREC_EVAL_CAVEAT, trec_dicts
+from ._common import TREC_EVAL_CAVEAT, TREC_EVAL_DECIDES, trec_dicts
 
 _NAMES = {"nDCG": "ndcg_cut", "HR": "success"}
 
@@ -28,6 +28,6 @@ register(
     Adapter(
         "trec_eval", "trec_eval (pytrec_eval)", "pytrec_eval", "pytrec-eval-terrier",
         'pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.k"}).evaluate(run)', ("nDCG", "HR"),
-        build, extra="probe", caveat=TREC_EVAL_CAVEAT,
+        build, extra="probe", caveat=TREC_EVAL_CAVEAT, decides=TREC_EVAL_DECIDES,
     )
 )  # fmt: skip

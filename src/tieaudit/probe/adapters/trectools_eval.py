@@ -35,6 +35,9 @@ from ._common import row_codes
 _CALLS = {"nDCG": ("get_ndcg", "NDCG@{k}"), "P": ("get_precision", "P@{k}"),
           "Recall": ("get_recall", "R@{k}"), "MRR": ("get_reciprocal_rank", "recip_rank@{k}")}  # fmt: skip
 
+#: the measures' own sorts (or none: get_ndcg)
+_EVALUATES = tuple(f"trectools:TrecEval.{method}" for method, _ in _CALLS.values())
+
 
 def _frames(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, np.ndarray]:
     """The run (lines in stored order, ``rank`` the stored place in the query), the qrels (the
@@ -101,6 +104,7 @@ register(
         "trectools", "trectools", "trectools", "trectools",
         "trectools.TrecRun.load_run_from_dataframe(run); TrecEval(run, qrels).get_ndcg(depth=k, "
         "per_query=True)", tuple(_CALLS), build,
+        decides=("trectools:TrecRun.load_run_from_dataframe", *_EVALUATES),
     )
 )  # fmt: skip
 register(
@@ -108,5 +112,6 @@ register(
         "trectools-read_run", "trectools", "trectools", "trectools",
         "trectools.TrecRun(run_file) (read_run); TrecEval(run, qrels).get_ndcg(depth=k, "
         "per_query=True)", tuple(_CALLS), build_read_run,
+        decides=("trectools:TrecRun.read_run", *_EVALUATES),
     )
 )  # fmt: skip
