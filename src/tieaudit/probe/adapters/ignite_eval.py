@@ -82,7 +82,8 @@ def build_topk(measure: Measure):
 register(
     Adapter(
         "ignite", "pytorch-ignite", "ignite", "pytorch-ignite",
-        "ignite.metrics.rec_sys.NDCG(top_k=[k]).update((y_pred, y)); .compute()",
+        "ignite.metrics.rec_sys.NDCG(top_k=[k]) (HR: HitRate(top_k=[k])).update((y_pred, y)); "
+        ".compute()",
         tuple(_REC_SYS), build_rec_sys, caveat=_NDCG_CAVEAT,
         decides=("ignite.metrics.rec_sys.ndcg:_get_ranked_items",
                  "ignite.metrics.rec_sys.hitrate:HitRate.update"),

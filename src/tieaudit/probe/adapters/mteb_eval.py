@@ -2,8 +2,10 @@
 (``mteb._evaluators.retrieval_metrics``, what ``RetrievalEvaluator.evaluate`` returns to a
 retrieval task), ``results`` the run as dicts in stored order. nDCG, P, Recall and HR
 (``success``) come from pytrec_eval (trec_eval's order: score, then docno descending), read per
-query from the result's ``all_scores``; MRR is MTEB's own ``mrr``, ``sorted(..., key=(score,
-doc id), reverse=True)``, whose result gives only the mean over queries: one query per call."""
+query from the result's ``all_scores``; MRR is MTEB's own ``mrr(qrels, results, [k])``,
+``sorted(..., key=(score, doc id), reverse=True)``, called directly: it gives each query's value,
+of which ``calculate_retrieval_scores`` reports the plain mean (and a query a call would run
+pytrec_eval and the abstention curves every time, minutes in the census)."""
 
 from __future__ import annotations
 
@@ -22,13 +24,12 @@ _CAVEAT = (TREC_EVAL_CAVEAT + " (nDCG, P, Recall, HR; MRR compares the float64 s
 
 
 def build(measure: Measure):
-    from mteb._evaluators.retrieval_metrics import calculate_retrieval_scores
+    from mteb._evaluators.retrieval_metrics import calculate_retrieval_scores, mrr
 
     def fn(frame: pd.DataFrame, k: int) -> list[float]:
         qrels, run, queries = trec_dicts(frame)
-        if measure.name == "MRR":
-            return [float(calculate_retrieval_scores({q: run[q]}, {q: qrels[q]}, [k]).mrr[f"MRR@{k}"])
-                    for q in queries]  # fmt: skip
+        if measure.name == "MRR":  # one value a query of results, in its order
+            return [float(v) for v in mrr(qrels, run, [k])[f"MRR@{k}"]]
         got = calculate_retrieval_scores(run, qrels, [k]).all_scores
         key = _TREC[measure.name].format(k=k)
         return [float(got[q][key]) for q in queries]
@@ -39,7 +40,8 @@ def build(measure: Measure):
 register(
     Adapter(
         "mteb", "MTEB", "mteb", "mteb",
-        "mteb._evaluators.retrieval_metrics.calculate_retrieval_scores(results, qrels, [k])",
+        "mteb._evaluators.retrieval_metrics.calculate_retrieval_scores(results, qrels, [k]) "
+        "(MRR: its mrr(qrels, results, [k]))",
         (*_TREC, "MRR"), build, caveat=_CAVEAT,
         decides=("pytrec_eval:RelevanceEvaluator",
                  "mteb._evaluators.retrieval_metrics:mrr"),
