@@ -63,6 +63,17 @@ EXPECTED = {
     "sentence-transformers": ("nDCG@10", "item_id"),  # hits sorted by (-score, corpus_id)
     "keras-in_top_k": ("HR@10", "optimistic"),  # every tied item counts as inside the top k
     "lightfm": ("P@10", "shared_last"),  # every tied relevant item at the group's last place
+    # probed in the census's torchmetrics environment: pytorch-ignite 0.5.5's rec_sys NDCG ranks
+    # by torch.argsort(..., stable=True) (_get_ranked_items), its sums in float32
+    "ignite": ("nDCG@10", "input_order"),
+    "ignite-topk": ("HR@10", "unstable"),  # TopKCategoricalAccuracy: torch.topk
+    # PyKEEN 1.11.1's Ranks.from_scores: realistic (the default) = the mean of the optimistic
+    # (1 + strictly higher) and pessimistic (at least as high) ranks
+    "pykeen": ("HR@10", "mean_rank"),
+    "pykeen-optimistic": ("HR@10", "optimistic"),
+    "pykeen-pessimistic": ("HR@10", "pessimistic"),
+    # MTEB 2.26.24: nDCG, P, Recall and HR by pytrec_eval (float32, then docno descending)
+    "mteb": ("nDCG@10", "docno_desc"),
 }
 # more measures of some adapters, where a library decides ties otherwise for them
 MORE = [
@@ -71,8 +82,12 @@ MORE = [
     ("beir", "MRR@10", "input_order"),
     ("trectools", "MRR@10", "docno_desc"),
     ("trectools-read_run", "MRR@10", "unknown"),
+    ("ignite", "HR@10", "unstable"),  # rec_sys.HitRate: torch.topk
+    # MTEB's own mrr: sorted by (score, doc id), reverse=True, on the float64 scores
+    ("mteb", "MRR@10", "docno_desc"),
 ]
-TORCH = {"torchmetrics", "recbole"}
+TORCH = {"torchmetrics", "recbole", "ignite", "ignite-topk", "pykeen", "pykeen-optimistic",
+         "pykeen-pessimistic", "mteb"}  # fmt: skip
 # numba compiles ranx's typed dictionaries in every process, cache or not (about a minute of CPU):
 # make test-adapters probes them
 JIT = {"ranx"}
@@ -165,3 +180,47 @@ def test_torchmetrics_hit_rate_is_unstable() -> None:
     _need("torchmetrics")
     res = probe(get_adapter("torchmetrics").evaluator("HR@10"), "HR@10")
     assert res.rule == "unstable" and res.deterministic
+
+
+@pytest.mark.parametrize(("name", "metric", "computes"), [
+    ("pykeen", "nDCG@10", "HR"), ("pykeen-pessimistic", "MRR@10", "HR"),
+    ("ignite-topk", "nDCG@10", "HR"), ("ignite", "P@10", "nDCG, HR"),
+])  # fmt: skip
+def test_rank_adapters_refuse_a_measure_they_do_not_compute(name: str, metric: str,
+                                                             computes: str) -> None:  # fmt: skip
+    # PyKEEN's MRR has no cutoff and TopKCategoricalAccuracy is a hit rate: neither is offered
+    with pytest.raises(AdapterError, match=f"computes {computes}, not {metric.split('@')[0]}"):
+        get_adapter(name).evaluator(metric)
+
+
+def test_decides_names_each_function_as_module_colon_qualname() -> None:
+    import re
+
+    from tieaudit.probe import adapters
+
+    dotted = r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*"
+    named = [(a.name, entry) for a in adapters() for entry in a.decides]
+    assert {"ignite", "pykeen", "mteb"} <= {n for n, _ in named}
+    for name, entry in named:
+        assert re.fullmatch(f"{dotted}:{dotted}", entry), (name, entry)
+
+
+def _decides_params():
+    from tieaudit.probe import adapters
+
+    for a in adapters():
+        if a.decides:
+            yield pytest.param(a.name, marks=[pytest.mark.torch] if a.name in TORCH else [])
+
+
+@pytest.mark.parametrize("name", list(_decides_params()))
+def test_decides_resolves_to_a_function_of_the_installed_library(name: str) -> None:
+    import importlib
+
+    adapter = _need(name)
+    for entry in adapter.decides:
+        module, _, qualname = entry.partition(":")
+        obj = importlib.import_module(module)
+        for part in qualname.split("."):
+            obj = getattr(obj, part)
+        assert callable(obj), entry
