@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import os
 
+import numpy as np
+
 import pytest
 
 from tieaudit.probe import AdapterError, get_adapter, probe
@@ -63,6 +65,29 @@ EXPECTED = {
     "sentence-transformers": ("nDCG@10", "item_id"),  # hits sorted by (-score, corpus_id)
     "keras-in_top_k": ("HR@10", "optimistic"),  # every tied item counts as inside the top k
     "lightfm": ("P@10", "shared_last"),  # every tied relevant item at the group's last place
+    # scipy 1.17.1's _rankdata: a stable argsort of -s, then one rank per tie group (its mean,
+    # first or last place; dense counts distinct higher scores); ordinal is the sort's own place
+    "scipy-rankdata-average": ("nDCG@10", "shared_mean"),
+    "scipy-rankdata-min": ("nDCG@10", "shared_first"),
+    "scipy-rankdata-max": ("MRR@10", "shared_last"),
+    "scipy-rankdata-dense": ("HR@10", "unknown"),
+    "scipy-rankdata-ordinal": ("MRR@10", "input_order"),
+    # Cornac 3.0.1's Recommender.rank: np.argpartition(s, -k), then np.argsort (quicksort) of
+    # the k kept, reversed
+    "cornac": ("nDCG@10", "unstable"),
+    # RecPack 0.3.6's get_top_K_ranks: np.argpartition over a sparse row's stored entries only,
+    # so a score of exactly 0 is never ranked
+    "recpack": ("nDCG@10", "zero_unranked"),
+    # LensKit 2025.8.1's ItemList.top_n(n): argtopn, np.argpartition(-s, n), then np.argsort
+    "lenskit": ("nDCG@10", "unstable"),
+    # recometrics 0.1.6.post13: U(-1e-12, 1e-12) noise from std::mt19937(seed + user) added to
+    # each score, then std::partial_sort: ties follow the row's place and the column
+    "recometrics": ("nDCG@10", "position_keyed"),
+    # Microsoft Recommenders 1.2.1's get_top_k_items: a two-column sort_values (stable), head(k)
+    "recommenders": ("nDCG@10", "input_order"),
+    # LibRecommender 1.5.2's rank_recommendations: np.argpartition(s, -k), then np.argsort of
+    # the k kept, reversed
+    "libreco": ("P@10", "unstable"),
 }
 # more measures of some adapters, where a library decides ties otherwise for them
 MORE = [
@@ -71,6 +96,11 @@ MORE = [
     ("beir", "MRR@10", "input_order"),
     ("trectools", "MRR@10", "docno_desc"),
     ("trectools-read_run", "MRR@10", "unknown"),
+    # the first place of the relevant item's tie group: optimistic where only the best rank
+    # counts, shared_first (told from it by two relevant items in one group) for nDCG
+    ("scipy-rankdata-min", "HR@10", "optimistic"),
+    ("recometrics", "HR@10", "position_keyed"),
+    ("recpack", "MRR@10", "zero_unranked"),
 ]
 TORCH = {"torchmetrics", "recbole"}
 # numba compiles ranx's typed dictionaries in every process, cache or not (about a minute of CPU):
@@ -165,3 +195,66 @@ def test_torchmetrics_hit_rate_is_unstable() -> None:
     _need("torchmetrics")
     res = probe(get_adapter("torchmetrics").evaluator("HR@10"), "HR@10")
     assert res.rule == "unstable" and res.deterministic
+
+
+_NAME = r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*"
+
+
+def test_every_decides_entry_names_a_function_of_the_adapters_library() -> None:
+    """``decides``: ``module:qualname`` pairs inside the library the adapter imports (the census
+    resolves them in the library's environment)."""
+    import re
+
+    from tieaudit.probe import adapters
+
+    named = [a for a in adapters() if a.decides]
+    assert {"cornac", "recpack", "lenskit", "recometrics", "recommenders", "libreco",
+            "scipy-rankdata-ordinal"} <= {a.name for a in named}  # fmt: skip
+    for a in named:
+        for entry in a.decides:
+            module, sep, qualname = entry.partition(":")
+            assert sep and re.fullmatch(_NAME, module) and re.fullmatch(_NAME, qualname), entry
+            assert module.split(".")[0] == a.module.split(".")[0], (a.name, entry)
+
+
+def test_decides_entries_resolve_where_the_library_is_installed() -> None:
+    import importlib
+    from functools import reduce
+
+    from tieaudit.probe import adapters
+
+    here = [a for a in adapters() if a.decides and a.available()]
+    if not here:  # pragma: no cover - scipy comes with the project's test dependencies
+        pytest.skip("no adapter with decides has its library here")
+    for a in here:
+        for entry in a.decides:
+            module, _, qualname = entry.partition(":")
+            assert callable(reduce(getattr, qualname.split("."), importlib.import_module(module)))
+
+
+@pytest.mark.parametrize(("name", "metric", "computes"), [
+    ("cornac", "MRR@10", "nDCG, HR, P, Recall"),  # Cornac's MRR has no cutoff
+    ("recpack", "HR@10", "nDCG, MRR, P, Recall"),  # HitK counts the hits, several a row
+    ("recommenders", "HR@10", "nDCG, P, Recall"),  # no hit rate in python_evaluation
+    ("libreco", "MRR@10", "nDCG, P, Recall"),
+    ("scipy-rankdata-dense", "P@10", "nDCG, HR, MRR"),
+])  # fmt: skip
+def test_adapters_refuse_the_measures_their_library_defines_otherwise(
+    name: str, metric: str, computes: str
+) -> None:
+    with pytest.raises(AdapterError, match=f"computes {computes}, not {metric.split('@')[0]}"):
+        get_adapter(name).evaluator(metric)
+
+
+def test_a_measure_from_relevant_ranks_covers_every_measure() -> None:
+    """``at_ranks`` (the idiom adapters' measure from the ranks an idiom gives): MRR and the
+    sum measures too, fractional ranks as given."""
+    from tieaudit.probe.adapters._common import at_ranks
+    from tieaudit.ties.measures import Measure
+
+    assert at_ranks(Measure("MRR", 10), [4.0, 2.5], 2) == pytest.approx(1 / 2.5)
+    assert at_ranks(Measure("MRR", 2), [3.0], 1) == 0.0
+    assert at_ranks(Measure("HR", 3), [3.0, 7.0], 2) == 1.0
+    assert at_ranks(Measure("P", 4), [1.0, 5.0], 2) == pytest.approx(0.25)
+    assert at_ranks(Measure("Recall", 4), [1.0, 5.0], 2) == pytest.approx(0.5)
+    assert at_ranks(Measure("nDCG", 10), [1.0], 2) == pytest.approx(1 / (1 + 1 / np.log2(3)))

@@ -25,4 +25,6 @@ from . import numpy_idioms, scikit_learn, ranx_eval, trec_eval, ir_measures_eval
 from . import rankereval_eval, trectools_eval, implicit_eval, rectools_eval  # noqa: E402, F401
 from . import replay_eval, ogb_eval, keras_eval, lightfm_eval, beir_eval  # noqa: E402, F401
 from . import recsys_metrics_eval, torcheval_eval, sentence_transformers_eval  # noqa: E402, F401
-from . import torchmetrics_eval, recbole_eval  # noqa: E402, F401
+from . import torchmetrics_eval, recbole_eval, scipy_eval, cornac_eval  # noqa: E402, F401
+from . import recpack_eval, lenskit_eval, recometrics_eval, recommenders_eval  # noqa: E402, F401
+from . import libreco_eval  # noqa: E402, F401
