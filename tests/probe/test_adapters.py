@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import os
 
+import numpy as np
+
 import pytest
 
 from tieaudit.probe import AdapterError, get_adapter, probe
@@ -74,6 +76,29 @@ EXPECTED = {
     "pykeen-pessimistic": ("HR@10", "pessimistic"),
     # MTEB 2.26.24: nDCG, P, Recall and HR by pytrec_eval (float32, then docno descending)
     "mteb": ("nDCG@10", "docno_desc"),
+    # scipy 1.17.1's _rankdata: a stable argsort of -s, then one rank per tie group (its mean,
+    # first or last place; dense counts distinct higher scores); ordinal is the sort's own place
+    "scipy-rankdata-average": ("nDCG@10", "shared_mean"),
+    "scipy-rankdata-min": ("nDCG@10", "shared_first"),
+    "scipy-rankdata-max": ("MRR@10", "shared_last"),
+    "scipy-rankdata-dense": ("HR@10", "unknown"),
+    "scipy-rankdata-ordinal": ("MRR@10", "input_order"),
+    # Cornac 3.0.1's Recommender.rank: np.argpartition(s, -k), then np.argsort (quicksort) of
+    # the k kept, reversed
+    "cornac": ("nDCG@10", "unstable"),
+    # RecPack 0.3.6's get_top_K_ranks: np.argpartition over a sparse row's stored entries only,
+    # so a score of exactly 0 is never ranked
+    "recpack": ("nDCG@10", "zero_unranked"),
+    # LensKit 2025.8.1's ItemList.top_n(n): argtopn, np.argpartition(-s, n), then np.argsort
+    "lenskit": ("nDCG@10", "unstable"),
+    # recometrics 0.1.6.post13: U(-1e-12, 1e-12) noise from std::mt19937(seed + user) added to
+    # each score, then std::partial_sort: ties follow the row's place and the column
+    "recometrics": ("nDCG@10", "position_keyed"),
+    # Microsoft Recommenders 1.2.1's get_top_k_items: a two-column sort_values (stable), head(k)
+    "recommenders": ("nDCG@10", "input_order"),
+    # LibRecommender 1.5.2's rank_recommendations: np.argpartition(s, -k), then np.argsort of
+    # the k kept, reversed
+    "libreco": ("P@10", "unstable"),
 }
 # more measures of some adapters, where a library decides ties otherwise for them
 MORE = [
@@ -85,6 +110,11 @@ MORE = [
     ("ignite", "HR@10", "unstable"),  # rec_sys.HitRate: torch.topk
     # MTEB's own mrr: sorted by (score, doc id), reverse=True, on the float64 scores
     ("mteb", "MRR@10", "docno_desc"),
+    # the first place of the relevant item's tie group: optimistic where only the best rank
+    # counts, shared_first (told from it by two relevant items in one group) for nDCG
+    ("scipy-rankdata-min", "HR@10", "optimistic"),
+    ("recometrics", "HR@10", "position_keyed"),
+    ("recpack", "MRR@10", "zero_unranked"),
 ]
 TORCH = {"torchmetrics", "recbole", "ignite", "ignite-topk", "pykeen", "pykeen-optimistic",
          "pykeen-pessimistic", "mteb"}  # fmt: skip
@@ -183,26 +213,20 @@ def test_torchmetrics_hit_rate_is_unstable() -> None:
 
 
 @pytest.mark.parametrize(("name", "metric", "computes"), [
+    # PyKEEN's MRR has no cutoff and TopKCategoricalAccuracy is a hit rate: neither is offered
     ("pykeen", "nDCG@10", "HR"), ("pykeen-pessimistic", "MRR@10", "HR"),
     ("ignite-topk", "nDCG@10", "HR"), ("ignite", "P@10", "nDCG, HR"),
+    ("cornac", "MRR@10", "nDCG, HR, P, Recall"),  # Cornac's MRR has no cutoff
+    ("recpack", "HR@10", "nDCG, MRR, P, Recall"),  # HitK counts the hits, several a row
+    ("recommenders", "HR@10", "nDCG"),  # no hit rate in python_evaluation
+    ("libreco", "MRR@10", "nDCG, P, Recall"),
+    ("scipy-rankdata-dense", "P@10", "nDCG, HR, MRR"),
 ])  # fmt: skip
-def test_rank_adapters_refuse_a_measure_they_do_not_compute(name: str, metric: str,
-                                                             computes: str) -> None:  # fmt: skip
-    # PyKEEN's MRR has no cutoff and TopKCategoricalAccuracy is a hit rate: neither is offered
+def test_adapters_refuse_the_measures_their_library_defines_otherwise(
+    name: str, metric: str, computes: str
+) -> None:
     with pytest.raises(AdapterError, match=f"computes {computes}, not {metric.split('@')[0]}"):
         get_adapter(name).evaluator(metric)
-
-
-def test_decides_names_each_function_as_module_colon_qualname() -> None:
-    import re
-
-    from tieaudit.probe import adapters
-
-    dotted = r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*"
-    named = [(a.name, entry) for a in adapters() for entry in a.decides]
-    assert {"ignite", "pykeen", "mteb"} <= {n for n, _ in named}
-    for name, entry in named:
-        assert re.fullmatch(f"{dotted}:{dotted}", entry), (name, entry)
 
 
 def _decides_params():
@@ -215,6 +239,8 @@ def _decides_params():
 
 @pytest.mark.parametrize("name", list(_decides_params()))
 def test_decides_resolves_to_a_function_of_the_installed_library(name: str) -> None:
+    """Where the library is installed, every ``decides`` entry imports and names something
+    callable (the census resolves them to file and line in each library's environment)."""
     import importlib
 
     adapter = _need(name)
@@ -224,3 +250,17 @@ def test_decides_resolves_to_a_function_of_the_installed_library(name: str) -> N
         for part in qualname.split("."):
             obj = getattr(obj, part)
         assert callable(obj), entry
+
+
+def test_a_measure_from_relevant_ranks_covers_every_measure() -> None:
+    """``at_ranks`` (the idiom adapters' measure from the ranks an idiom gives): MRR and the
+    sum measures too, fractional ranks as given."""
+    from tieaudit.probe.adapters._common import at_ranks
+    from tieaudit.ties.measures import Measure
+
+    assert at_ranks(Measure("MRR", 10), [4.0, 2.5], 2) == pytest.approx(1 / 2.5)
+    assert at_ranks(Measure("MRR", 2), [3.0], 1) == 0.0
+    assert at_ranks(Measure("HR", 3), [3.0, 7.0], 2) == 1.0
+    assert at_ranks(Measure("P", 4), [1.0, 5.0], 2) == pytest.approx(0.25)
+    assert at_ranks(Measure("Recall", 4), [1.0, 5.0], 2) == pytest.approx(0.5)
+    assert at_ranks(Measure("nDCG", 10), [1.0], 2) == pytest.approx(1 / (1 + 1 / np.log2(3)))

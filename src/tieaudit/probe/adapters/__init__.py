@@ -26,3 +26,6 @@ from . import rankereval_eval, trectools_eval, implicit_eval, rectools_eval  # n
 from . import replay_eval, ogb_eval, keras_eval, lightfm_eval, beir_eval  # noqa: E402, F401
 from . import recsys_metrics_eval, torcheval_eval, sentence_transformers_eval  # noqa: E402, F401
 from . import torchmetrics_eval, recbole_eval, ignite_eval, pykeen_eval, mteb_eval  # noqa: E402, F401
+from . import scipy_eval, cornac_eval  # noqa: E402, F401
+from . import recpack_eval, lenskit_eval, recometrics_eval, recommenders_eval  # noqa: E402, F401
+from . import libreco_eval  # noqa: E402, F401

@@ -67,13 +67,10 @@ def _norm(measure: Measure, n_relevant: int) -> float:
 
 def at_ranks(measure: Measure, ranks: np.ndarray, n_relevant: int) -> float:
     """``measure`` of a row whose relevant items sit at (possibly fractional) ``ranks``."""
-    r = np.sort(np.asarray(ranks, dtype=np.float64))
-    inside = r[r <= measure.k]
-    if measure.name == "nDCG":
-        return float(np.sum(1.0 / np.log2(inside + 1.0)) / _norm(measure, n_relevant))
-    if measure.name == "HR":
-        return float(len(inside) > 0)
-    raise ValueError(f"{measure.name} is not computed here")  # pragma: no cover
+    r = np.asarray(ranks, dtype=np.float64)
+    if measure.kind == "first":  # HR, MRR: the best rank's gain
+        return float(measure.item_gain_at(r.min())) if r.size else 0.0
+    return float(np.sum(measure.item_gain_at(r)) / _norm(measure, n_relevant))
 
 
 def per_row(
