@@ -397,7 +397,9 @@ def test_every_registered_adapter_cites_the_functions_that_decide_its_order() ->
 # ---------------------------------------------------------------------- absent libraries
 _ABSENT = ('[absent."Some Library"]\ntried = ["some-library==1.2", "some-library==1.1"]\n'
            'why = "Its only  distribution needs CUDA to build."\n'
-           '[absent."Other"]\ntried = ["other==2"]\nwhy = "not installed: no wheel for Linux."\n')
+           '[absent."Other"]\ntried = ["other==2"]\nwhy = "not installed: no wheel for Linux."\n'
+           '[absent."Ranked"]\ntried = ["ranked==3"]\nbehaviour = "not probed"\n'
+           'why = "Its metrics take lists its models ranked."\n')
 
 
 def test_absent_libraries_are_no_adapters_and_get_a_line_each(tmp_path: Path,
@@ -405,21 +407,24 @@ def test_absent_libraries_are_no_adapters_and_get_a_line_each(tmp_path: Path,
     path = _full(tmp_path, _ABSENT)
     envs = environments(path)  # the [absent] tables are not adapters
     assert sorted(n for e in envs for n in e.adapters) == sorted(a.name for a in adapters())
-    other, entry = census_mod.absent(path)  # sorted by library
+    other, ranked, entry = census_mod.absent(path)  # sorted by library
+    assert ranked.behaviour == "not probed" and entry.behaviour == "not installable"
     assert other.library == "Other"
     assert entry == census_mod.Absent("Some Library", ("some-library==1.2", "some-library==1.1"),
                                       "Its only distribution needs CUDA to build.")  # fmt: skip
     monkeypatch.setattr(census_mod, "_probe_env", lambda *a, **k: [])
     frame = census(None, requirements=path)  # a whole census: the absent library's line
-    assert len(frame) == 2
+    assert len(frame) == 3
     # a why that reads like pip's failure is still the absent library's own line
     assert tuple(frame.iloc[0][["behaviour", "version"]]) == ("not installable", "other==2")
-    row = frame.iloc[1]
+    assert tuple(frame.iloc[1][["library", "behaviour", "version"]]) == (
+        "Ranked", "not probed", "ranked==3")
+    row = frame.iloc[2]
     assert (row["library"], row["behaviour"], row["version"]) == (
         "Some Library", "not installable", "some-library==1.2, some-library==1.1")
     assert row["note"] == "Its only distribution needs CUDA to build." and row["source"] == ""
     assert len(census(None, ["numpy-stable"], requirements=path)) == 0  # some adapters: none
-    assert "2 libraries, 0 of them run here" in census_mod.to_markdown(frame)
+    assert "3 libraries, 0 of them run here" in census_mod.to_markdown(frame)
     assert all(isinstance(a, census_mod.Absent) for a in census_mod.absent())  # the real list
 
 
@@ -431,6 +436,8 @@ def test_a_malformed_absent_table_is_named(tmp_path: Path) -> None:
         '[absent."X"]\ntried = ["x==1"]\nwhy = " "\n': "'why' must be a sentence",
         '[absent."X"]\ntried = ["x==1"]\nwhy = "w"\nnote = "n"\n': "exactly 'tried' and 'why'",
         '[absent."numpy"]\ntried = ["numpy==1"]\nwhy = "w"\n': "numpy has an adapter",
+        '[absent."X"]\ntried = ["x==1"]\nwhy = "w"\nbehaviour = "broken"\n':
+            "'behaviour' must be one of 'not installable', 'not probed', not 'broken'",
     }
     for text, message in bad.items():
         with pytest.raises(CensusError, match=re.escape(message)):

@@ -61,7 +61,7 @@ import pandas as pd
 from .adapters import AdapterError, adapters, get_adapter
 
 __all__ = [
-    "ABSENT", "CENSUS_COLUMNS", "K", "NOT_INSTALLABLE", "NOT_TOLD", "REQUIREMENTS", "Absent",
+    "ABSENT", "CENSUS_COLUMNS", "K", "NOT_INSTALLABLE", "NOT_PROBED", "NOT_TOLD", "REQUIREMENTS", "Absent",
     "CensusError", "Environment", "absent", "census", "cite", "environments", "probe_one",
     "publish", "resolve", "write_census",
 ]  # fmt: skip
@@ -81,8 +81,8 @@ CENSUS_COLUMNS = (
 CENSUS_COLUMN_TEXT = {
     "library": "the library as people know it",
     "version": "the version installed and probed (pinned in "
-               "`src/tieaudit/probe/adapters/census.toml`); on a `not installable` line the "
-               "pins that were tried",
+               "`src/tieaudit/probe/adapters/census.toml`); on a `not installable` or `not "
+               "probed` line the pins that were tried",
     "function": "the call or idiom probed, in one line",
     "measure": f"the measure, at cutoff {K}",
     "behaviour": "the tie rule `tieaudit probe` identifies; "
@@ -91,7 +91,9 @@ CENSUS_COLUMN_TEXT = {
                  "library's environment could not be installed (pip's error in the note), "
                  "`not installable` for a library the census tried and cannot install here "
                  "(a `[absent.\"<Library>\"]` table of `census.toml`: the pins tried in "
-                 "`version`, why in the note)",
+                 "`version`, why in the note), `not probed` for one that installs but whose "
+                 "evaluation takes no scores (its models' own code orders the lists it "
+                 "scores: the note says how)",
     "casting": "the precision the scores are cast or rounded to before they are ranked "
                "(`none`; `not told` where the probe cannot tell: no order named to read it "
                "against, or ties that rank the relevant item last anyway)",
@@ -120,6 +122,11 @@ _PYPROJECT = _SRC.parent / "pyproject.toml"
 NOT_INSTALLED = "not installed"
 #: ``behaviour`` of a library of the ``[absent]`` tables: tried, and not installable here.
 NOT_INSTALLABLE = "not installable"
+#: ``behaviour`` of an ``[absent]`` library that installs but whose evaluation takes no scores
+#: (it ranks lists a model's own code has already ordered): nothing for the probe to call.
+NOT_PROBED = "not probed"
+#: What an ``[absent]`` table's ``behaviour`` may say (``not installable`` when it says nothing).
+ABSENT_BEHAVIOURS = (NOT_INSTALLABLE, NOT_PROBED)
 #: The key of the requirement list's tables of libraries that cannot be installed here.
 ABSENT = "absent"
 #: How a ``source`` cell starts where a function of :attr:`Adapter.decides` does not resolve.
@@ -229,6 +236,7 @@ class Absent:
     library: str
     tried: tuple[str, ...]
     why: str
+    behaviour: str = NOT_INSTALLABLE  #: one of :data:`ABSENT_BEHAVIOURS`
 
 
 def absent(path: str | Path = REQUIREMENTS) -> list[Absent]:
@@ -245,8 +253,12 @@ def absent(path: str | Path = REQUIREMENTS) -> list[Absent]:
     out = []
     for library, entry in sorted(tables.items()):
         where = f'{path}: [{ABSENT}."{library}"]'
-        if not isinstance(entry, dict) or set(entry) != {"tried", "why"}:
-            raise CensusError(f"{where} needs exactly 'tried' and 'why'")
+        if not isinstance(entry, dict) or set(entry) - {"behaviour"} != {"tried", "why"}:
+            raise CensusError(f"{where} needs exactly 'tried' and 'why' (and maybe 'behaviour')")
+        behaviour = entry.get("behaviour", NOT_INSTALLABLE)
+        if behaviour not in ABSENT_BEHAVIOURS:
+            raise CensusError(f"{where}: 'behaviour' must be one of "
+                              f"{', '.join(map(repr, ABSENT_BEHAVIOURS))}, not {behaviour!r}")
         tried, why = entry["tried"], entry["why"]
         if (not isinstance(tried, list) or not tried
                 or not all(isinstance(t, str) and t.strip() for t in tried)):
@@ -255,14 +267,14 @@ def absent(path: str | Path = REQUIREMENTS) -> list[Absent]:
             raise CensusError(f"{where}: 'why' must be a sentence")
         if library in probed:
             raise CensusError(f"{where}: {library} has an adapter; it is probed, not absent")
-        out.append(Absent(library, tuple(tried), " ".join(why.split())))
+        out.append(Absent(library, tuple(tried), " ".join(why.split()), behaviour))
     return out
 
 
 def _absent_line(entry: Absent) -> dict[str, object]:
     """The census line of a library that cannot be installed here."""
     rec: dict[str, object] = dict.fromkeys(CENSUS_COLUMNS, "")
-    rec.update(library=entry.library, version=", ".join(entry.tried), behaviour=NOT_INSTALLABLE,
+    rec.update(library=entry.library, version=", ".join(entry.tried), behaviour=entry.behaviour,
                note=entry.why)  # fmt: skip
     for c in _NUMBERS:
         rec[c] = float("nan")
@@ -526,7 +538,7 @@ def census(
                      time.monotonic() - begun)  # fmt: skip
     frame = pd.DataFrame(records, columns=list(CENSUS_COLUMNS))
     # a library that could not be installed says so (an absent one's note is its own sentence)
-    gone = frame["note"].str.startswith(NOT_INSTALLED) & (frame["behaviour"] != NOT_INSTALLABLE)
+    gone = frame["note"].str.startswith(NOT_INSTALLED) & ~frame["behaviour"].isin(ABSENT_BEHAVIOURS)
     frame.loc[gone, ["behaviour", "version"]] = NOT_INSTALLED
     return frame.sort_values(["library", "function", "measure", "adapter"], kind="stable",
                              ignore_index=True)  # fmt: skip
@@ -565,7 +577,7 @@ def _cell(v: object) -> str:
 def to_markdown(frame: pd.DataFrame) -> str:
     """``evaluators.md``: a heading, what the columns mean, and the table."""
     cols = [c for c in CENSUS_COLUMNS if c not in ("adapter", "env")]
-    libs = frame.loc[~frame["behaviour"].isin([NOT_INSTALLED, NOT_INSTALLABLE]),
+    libs = frame.loc[~frame["behaviour"].isin([NOT_INSTALLED, *ABSENT_BEHAVIOURS]),
                      "library"].nunique()  # fmt: skip
     head = [
         "# The census: how each library's evaluator breaks ties",
