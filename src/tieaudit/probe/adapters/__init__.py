@@ -26,3 +26,4 @@ from . import rankereval_eval, trectools_eval, implicit_eval, rectools_eval  # n
 from . import replay_eval, ogb_eval, keras_eval, lightfm_eval, beir_eval  # noqa: E402, F401
 from . import recsys_metrics_eval, torcheval_eval, sentence_transformers_eval  # noqa: E402, F401
 from . import torchmetrics_eval, recbole_eval  # noqa: E402, F401
+from . import keras_rs_eval, tfranking_eval, tfrs_eval, gbdt_eval  # noqa: E402, F401
