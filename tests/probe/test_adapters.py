@@ -99,6 +99,19 @@ EXPECTED = {
     # LibRecommender 1.5.2's rank_recommendations: np.argpartition(s, -k), then np.argsort of
     # the k kept, reversed
     "libreco": ("P@10", "unstable"),
+    # a fresh uniform shuffle on every call (sort_by_scores: argsort of random uniforms, then a
+    # stable top_k): its mean converges to expected
+    "keras-rs": ("nDCG@10", "shuffled_per_call"),
+    "tensorflow-ranking": ("nDCG@10", "shuffled_per_call"),
+    # FactorizedTopK compares scores with tf.math.in_top_k (strictly higher ones counted);
+    # with true_candidate_ids it matches the ids of tf.math.top_k, lower index first
+    "tensorflow-recommenders": ("HR@10", "optimistic"),
+    "tensorflow-recommenders-ids": ("HR@10", "input_order"),
+    # LightGBM's CalDCGAtK and XGBoost's SortedIdx: stable sorts by score, descending
+    "lightgbm": ("nDCG@10", "input_order"),
+    "xgboost": ("nDCG@10", "input_order"),
+    # CatBoost's CompareDocs: equal predictions ordered by target ascending, relevant last
+    "catboost": ("nDCG@10", "pessimistic"),
 }
 # more measures of some adapters, where a library decides ties otherwise for them
 MORE = [
@@ -115,7 +128,14 @@ MORE = [
     ("scipy-rankdata-min", "HR@10", "optimistic"),
     ("recometrics", "HR@10", "position_keyed"),
     ("recpack", "MRR@10", "zero_unranked"),
+    ("catboost", "MRR@10", "pessimistic"),
+    ("tensorflow-ranking", "HR@10", "shuffled_per_call"),
+    # PrecisionAt divides by min(k, the row's length): values no order gives on rows shorter
+    # than k (XGBoost's pre@k too)
+    ("catboost", "P@10", "unknown"),
 ]
+# the adapters whose library draws random numbers on every call
+RANDOM = {"keras-rs", "tensorflow-ranking"}
 TORCH = {"torchmetrics", "recbole", "ignite", "ignite-topk", "pykeen", "pykeen-optimistic",
          "pykeen-pessimistic", "mteb"}  # fmt: skip
 # numba compiles ranx's typed dictionaries in every process, cache or not (about a minute of CPU):
@@ -145,7 +165,7 @@ def test_adapter_rule(name: str, metric: str, rule: str) -> None:
     adapter = _need(name)
     res = probe(adapter.evaluator(metric), metric, name=name)
     assert res.rule == rule, res.evidence
-    assert res.deterministic  # none of them draws random numbers
+    assert res.deterministic == (name not in RANDOM)
     assert res.invariant == (rule in ("optimistic", "pessimistic", "expected", "docno_desc",
                                       "item_id", "mean_rank", "shared_first", "shared_last",
                                       "unknown", "shared_mean"))  # fmt: skip
@@ -183,6 +203,45 @@ def test_adapters_import_their_library_only_when_asked() -> None:
 def test_an_adapter_refuses_a_measure_it_does_not_compute() -> None:
     with pytest.raises(AdapterError, match="computes nDCG, not HR"):
         get_adapter("sklearn").evaluator("HR@10")
+
+
+def test_the_gradient_boosting_and_tensorflow_adapters_refuse_what_they_do_not_compute(
+) -> None:
+    # checked before the library is looked for: runs where none of them is installed
+    for name, metric, computed in [("lightgbm", "HR@10", "nDCG"), ("xgboost", "MRR@10", "nDCG, P"),
+                                   ("tensorflow-recommenders", "nDCG@10", "HR"),
+                                   ("keras-rs", "HR@10", "nDCG, MRR, P, Recall")]:  # fmt: skip
+        with pytest.raises(AdapterError, match=f"computes {computed}, not "):
+            get_adapter(name).evaluator(metric)
+
+
+def test_every_adapters_decides_entries_name_a_module_and_a_function() -> None:
+    import re
+
+    from tieaudit.probe import adapters
+
+    form = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
+    for a in adapters():
+        assert isinstance(a.decides, tuple), a.name
+        for entry in a.decides:
+            assert form.fullmatch(entry), (a.name, entry)
+    named = {a.name for a in adapters() if a.decides}
+    assert {"lightgbm", "xgboost", "catboost", "keras-rs", "tensorflow-ranking",
+            "tensorflow-recommenders", "tensorflow-recommenders-ids"} <= named  # fmt: skip
+
+
+def test_lists_pads_every_row_with_label_minus_one_and_its_smallest_score() -> None:
+    import numpy as np
+    import pandas as pd
+
+    from tieaudit.probe.adapters._common import lists
+
+    frame = pd.DataFrame({"row": ["b", "b", "a", "b"], "user_id": "u", "item_id": list("wxyz"),
+                          "label": [0, 1, 1, 0], "score": [2.0, 1.0, 5.0, 3.0]})  # fmt: skip
+    labels, scores = lists(frame)
+    assert labels.dtype == np.float32
+    assert labels.tolist() == [[0, 1, 0], [1, -1, -1]]  # rows in order of first appearance
+    assert scores.tolist() == [[2.0, 1.0, 3.0], [5.0, 5.0, 5.0]]
 
 
 def test_trectools_reading_a_run_file_orders_ties_by_the_ids_read_as_numbers() -> None:

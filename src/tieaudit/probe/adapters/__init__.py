@@ -29,3 +29,4 @@ from . import torchmetrics_eval, recbole_eval, ignite_eval, pykeen_eval, mteb_ev
 from . import scipy_eval, cornac_eval  # noqa: E402, F401
 from . import recpack_eval, lenskit_eval, recometrics_eval, recommenders_eval  # noqa: E402, F401
 from . import libreco_eval  # noqa: E402, F401
+from . import keras_rs_eval, tfranking_eval, tfrs_eval, gbdt_eval  # noqa: E402, F401

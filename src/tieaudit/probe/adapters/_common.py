@@ -11,8 +11,8 @@ import pandas as pd
 from ...ties.measures import Measure
 
 __all__ = [
-    "Row", "rows", "row_codes", "at_ranks", "per_row", "trec_dicts", "padded", "one_target",
-    "TOPK_CAVEAT", "TREC_EVAL_CAVEAT", "TREC_EVAL_DECIDES",
+    "Row", "rows", "row_codes", "at_ranks", "per_row", "trec_dicts", "padded", "lists",
+    "one_target", "TOPK_CAVEAT", "TREC_EVAL_CAVEAT", "TREC_EVAL_DECIDES",
 ]  # fmt: skip
 
 #: torch.topk's paths, which the probe's short rows on the CPU do not all take.
@@ -117,6 +117,21 @@ def padded(frame: pd.DataFrame, extra: int = 0) -> tuple[np.ndarray, list[np.nda
         scores[i, : len(r.score)] = r.score
         relevant.append(np.flatnonzero(r.label > 0))
     return scores, relevant
+
+
+def lists(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """Every row's labels and scores as one batch of lists (float32 labels, float64 scores),
+    rows padded to the longest with the label -1 (the pad of ranking metrics that leave such
+    items out: keras-rs, TF-Ranking) and the row's smallest score."""
+    got = list(rows(frame))
+    width = max(len(r.score) for r in got)
+    labels = np.full((len(got), width), -1.0, dtype=np.float32)
+    scores = np.empty((len(got), width), dtype=np.float64)
+    for i, r in enumerate(got):
+        labels[i, : len(r.label)] = r.label
+        scores[i] = r.score.min()
+        scores[i, : len(r.score)] = r.score
+    return labels, scores
 
 
 def one_target(relevant: list[np.ndarray], library: str) -> np.ndarray:
