@@ -7,6 +7,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 CORES  ?= 2
 CENSUS_JOBS ?= 4
+CENSUS_PROBE_JOBS ?= 2
 # Snakemake with a progress line, warnings and errors in full, its whole output in a log file
 QUIET  := $(BIN)/python -m tieaudit.pipeline.quiet
 # the test suite runs on every core (pytest-xdist); a module's tests stay on one worker, so its
@@ -58,7 +59,7 @@ test-spark: $(STAMP)  ## tieaudit.spark on a local Spark against the default eng
 # census page is made from
 census: $(STAMP)  ## probe every adapter's library in its own environment; results/census/evaluators.{csv,md}, published to docs/census/
 	nice -n 10 $(BIN)/python -m tieaudit.probe.census --cache .census --out results/census \
-		--jobs $(CENSUS_JOBS) --publish docs/census
+		--jobs $(CENSUS_JOBS) --probe-jobs $(CENSUS_PROBE_JOBS) --publish docs/census
 
 test-slurm: $(STAMP)  ## run a small configuration (one job of every rule) through a throw-away one-node Slurm cluster (root; about 8 min)
 	bash tests/slurm/run_slurm_test.sh

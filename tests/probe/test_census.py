@@ -153,26 +153,34 @@ def test_environments_installed_side_by_side_give_the_same_table(monkeypatch) ->
         return Path(sys.executable), ""
 
     probed: list[str] = []
-    real = census_mod._probe_env
+    real = census_mod._probe_adapter
 
-    def probe_env(env: Environment, *args, **kwargs):
-        probed.append(env.name)
-        return real(env, *args, **kwargs)
+    def probe_adapter(env: Environment, name: str, *args, **kwargs):
+        with lock:
+            probed.append(name)
+        return real(env, name, *args, **kwargs)
 
     monkeypatch.setattr(census_mod, "install", here)
-    monkeypatch.setattr(census_mod, "_probe_env", probe_env)
+    monkeypatch.setattr(census_mod, "_probe_adapter", probe_adapter)
     names = ["numpy-stable", "pandas-rank-max", "sklearn-ignore-ties"]
     one = census(Path("unused"), names)
-    assert done == probed == ["numpy-stable", "sklearn"]
+    assert done == ["numpy-stable", "sklearn"]
+    assert probed == ["numpy-stable", "pandas-rank-max", "sklearn-ignore-ties"]
     done.clear()
     probed.clear()
     two = census(Path("unused"), names, jobs=2)
     # installed at once: the quicker one first, and probed first
-    assert done == probed == ["sklearn", "numpy-stable"]
+    assert done == ["sklearn", "numpy-stable"]
+    assert probed == ["sklearn-ignore-ties", "numpy-stable", "pandas-rank-max"]
     pd.testing.assert_frame_equal(one, two)
+    probed.clear()
+    three = census(Path("unused"), names, jobs=2, probe_jobs=3)  # three children at once
+    assert sorted(probed) == sorted(names)
+    pd.testing.assert_frame_equal(one, three)
     assert set(one["env"]) == {"numpy-stable", "sklearn"} and len(one) == 2 * 2 + 1
-    with pytest.raises(CensusError, match="jobs must be >= 1"):
-        census(Path("unused"), names, jobs=0)
+    for bad in ({"jobs": 0}, {"probe_jobs": 0}):
+        with pytest.raises(CensusError, match="jobs and probe_jobs must be >= 1"):
+            census(Path("unused"), names, **bad)
 
 
 def test_pip_errors_are_cut_to_their_gist() -> None:
@@ -412,7 +420,7 @@ def test_absent_libraries_are_no_adapters_and_get_a_line_each(tmp_path: Path,
     assert other.library == "Other"
     assert entry == census_mod.Absent("Some Library", ("some-library==1.2", "some-library==1.1"),
                                       "Its only distribution needs CUDA to build.")  # fmt: skip
-    monkeypatch.setattr(census_mod, "_probe_env", lambda *a, **k: [])
+    monkeypatch.setattr(census_mod, "_probe_adapter", lambda *a, **k: [])
     frame = census(None, requirements=path)  # a whole census: the absent library's line
     assert len(frame) == 3
     # a why that reads like pip's failure is still the absent library's own line

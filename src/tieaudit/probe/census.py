@@ -18,8 +18,9 @@ it.
 
 Installing is mostly waiting (on the package indexes and the disk), probing is computing: with
 ``jobs`` > 1 that many environments are installed side by side by threads (each one ``pip``
-process) while the environments already installed are probed, one child at a time, in the order
-their installs end; the table does not depend on ``jobs``. The log gives each environment's install
+process) while the adapters of the environments already installed are probed, ``probe_jobs``
+children at a time (a child an adapter), in the order their installs end; the table does not
+depend on ``jobs`` or ``probe_jobs``. The log gives each environment's install
 time and each adapter's probe time.
 
 For every adapter, one child process in its environment runs :func:`tieaudit.probe.probe` for
@@ -512,30 +513,37 @@ def census(
     requirements: str | Path = REQUIREMENTS,
     timeout: float = 3600.0,
     jobs: int = 1,
+    probe_jobs: int = 1,
 ) -> pd.DataFrame:
     """Probe every adapter (those ``names``) for every measure it computes, each in its own
     environment under ``cache`` (``None``: every one in this interpreter, nothing installed: the
     libraries this environment has, and a line saying which it lacks). ``timeout``: seconds the
     child probing one adapter's measures may take; ``jobs``: environments installed at once
-    (each probed as soon as it is installed; the table is sorted, whatever the order)."""
-    if jobs < 1:
-        raise CensusError(f"jobs must be >= 1, got {jobs}")
+    (each probed as soon as it is installed; the table is sorted, whatever the order);
+    ``probe_jobs``: adapters probed at once (a child each: probing computes, so up to the cores)."""
+    if jobs < 1 or probe_jobs < 1:
+        raise CensusError(f"jobs and probe_jobs must be >= 1, got {jobs} and {probe_jobs}")
     envs = environments(requirements, names)
     # the libraries that cannot be installed: a line each in a whole census
     records: list[dict[str, object]] = []
     if names is None:
         records += [_absent_line(a) for a in absent(requirements)]
     begun = time.monotonic()
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
+    with (ThreadPoolExecutor(max_workers=jobs) as pool,
+          ThreadPoolExecutor(max_workers=probe_jobs) as probes):
         if cache is None:
             ready = ((env, (Path(sys.executable), "")) for env in envs)
         else:  # submitted in name order, probed as soon as installed
             installs = {pool.submit(install, env, Path(cache)): env for env in envs}
             ready = ((installs[f], f.result()) for f in as_completed(installs))
-        for env, (python, why) in ready:
-            records += _probe_env(env, python, why, here=cache is None, timeout=timeout)
-            log.info("%s done, %.0f s since the census began", env.name,
-                     time.monotonic() - begun)  # fmt: skip
+        probing = []
+        for env, (python, why) in ready:  # each adapter queued as soon as its env is ready
+            probing += [probes.submit(_probe_adapter, env, name, python, why, cache is None,
+                                      timeout) for name in env.adapters]  # fmt: skip
+        for done in probing:
+            records += done.result()
+        log.info("every adapter probed, %.0f s since the census began",
+                 time.monotonic() - begun)  # fmt: skip
     frame = pd.DataFrame(records, columns=list(CENSUS_COLUMNS))
     # a library that could not be installed says so (an absent one's note is its own sentence)
     gone = frame["note"].str.startswith(NOT_INSTALLED) & ~frame["behaviour"].isin(ABSENT_BEHAVIOURS)
@@ -544,27 +552,23 @@ def census(
                              ignore_index=True)  # fmt: skip
 
 
-def _probe_env(env: Environment, python: Path | None, why: str, here: bool,
-               timeout: float) -> list[dict[str, object]]:  # fmt: skip
-    """The lines of every adapter of ``env``, probed with ``python`` (``None``: not installed,
-    ``why``); ``here``: this interpreter, where an adapter whose library is missing says so."""
+def _probe_adapter(env: Environment, name: str, python: Path | None, why: str, here: bool,
+                   timeout: float) -> list[dict[str, object]]:  # fmt: skip
+    """The lines of adapter ``name`` of ``env`` (one child for all its measures)."""
+    adapter = get_adapter(name)
+    metrics = [f"{m}@{K}" for m in adapter.measures]
+    if python is None or (here and not adapter.available()):
+        reason = why or adapter.install
+        return [_line(name, env.name, metric, {"error": f"{NOT_INSTALLED}: {reason}"})
+                for metric in metrics]  # fmt: skip
+    log.info("probing %s: %s", name, ", ".join(metrics))
+    probed = time.monotonic()
     records = []
-    for name in env.adapters:
-        adapter = get_adapter(name)
-        metrics = [f"{m}@{K}" for m in adapter.measures]
-        if python is None or (here and not adapter.available()):
-            reason = why or adapter.install
-            for metric in metrics:
-                records.append(_line(name, env.name, metric,
-                                     {"error": f"{NOT_INSTALLED}: {reason}"}))  # fmt: skip
-            continue
-        log.info("probing %s: %s", name, ", ".join(metrics))
-        probed = time.monotonic()
-        for metric, got in zip(metrics, _children(python, name, metrics, timeout), strict=True):
-            records.append(_line(name, env.name, metric, got))
-            log.info("%s %s: %s %s", name, metric, records[-1]["behaviour"],
-                     records[-1]["note"][:200])  # fmt: skip
-        log.info("%s probed in %.0f s", name, time.monotonic() - probed)
+    for metric, got in zip(metrics, _children(python, name, metrics, timeout), strict=True):
+        records.append(_line(name, env.name, metric, got))
+        log.info("%s %s: %s %s", name, metric, records[-1]["behaviour"],
+                 records[-1]["note"][:200])  # fmt: skip
+    log.info("%s probed in %.0f s", name, time.monotonic() - probed)
     return records
 
 
@@ -655,6 +659,8 @@ def main(argv: Iterable[str] | None = None) -> int:
                         help="only this adapter (repeatable)")  # fmt: skip
     parser.add_argument("--jobs", type=int, default=1, metavar="N",
                         help="environments installed at once (default: 1)")  # fmt: skip
+    parser.add_argument("--probe-jobs", type=int, default=1, metavar="N",
+                        help="adapters probed at once, a child each (default: 1)")  # fmt: skip
     parser.add_argument("--publish", metavar="DIR",
                         help="also write the CSV and the run's date and duration (census.json) "
                         "into DIR, the site's census page's data (make census: docs/census)")
@@ -671,7 +677,7 @@ def main(argv: Iterable[str] | None = None) -> int:
     started, begun = time.time(), time.monotonic()
     try:
         frame = census(None if args.here else args.cache, args.names, args.requirements,
-                       jobs=args.jobs)  # fmt: skip
+                       jobs=args.jobs, probe_jobs=args.probe_jobs)  # fmt: skip
     except CensusError as exc:
         print(f"tieaudit: error: {exc}", file=sys.stderr)
         return 2
