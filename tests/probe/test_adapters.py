@@ -128,6 +128,9 @@ MORE = [
     ("scipy-rankdata-min", "HR@10", "optimistic"),
     ("recometrics", "HR@10", "position_keyed"),
     ("recpack", "MRR@10", "zero_unranked"),
+    # trectools' nDCG through ir_measures: NaN where no relevant document is in the top k,
+    # counted 0; its ranking is the stored order, as its P's
+    ("ir_measures-trectools", "nDCG@10", "input_order"),
     ("catboost", "MRR@10", "pessimistic"),
     ("tensorflow-ranking", "HR@10", "shuffled_per_call"),
     # PrecisionAt divides by min(k, the row's length): values no order gives on rows shorter

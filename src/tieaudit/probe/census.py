@@ -668,10 +668,13 @@ def main(argv: Iterable[str] | None = None) -> int:
     args = parser.parse_args(None if argv is None else list(argv))
     if args.child:
         name, *metrics = args.child
-        source = cite(name)
+        source = None
         for metric in metrics:
-            rec = dict(probe_one(name, metric), source=source)
-            print(json.dumps(rec, allow_nan=True), flush=True)
+            rec = probe_one(name, metric)
+            # cited after the adapter has imported its library as it must (TFRS wants
+            # TF_USE_LEGACY_KERAS set before TensorFlow is first imported)
+            source = cite(name) if source is None else source
+            print(json.dumps(dict(rec, source=source), allow_nan=True), flush=True)
         return 0
     logging.basicConfig(level=logging.INFO, format="census: %(message)s")
     started, begun = time.time(), time.monotonic()
