@@ -4,6 +4,7 @@ writes. The libraries themselves are probed in their own environments by ``make 
 
 from __future__ import annotations
 
+import json
 import functools
 import re
 import subprocess
@@ -517,3 +518,16 @@ def test_a_library_that_fails_on_import_or_lookup_is_an_error_not_a_crash(
     with pytest.raises(LookupError, match=r"module census_exits_mod does not import "
                                           r"\(SystemExit: 3\)"):  # fmt: skip
         resolve("census_exits_mod:f")
+
+
+def test_a_child_cites_its_adapter_after_probing_it(monkeypatch, capsys) -> None:
+    """The adapter imports its library as the library asks (TFRS: an environment variable set
+    before TensorFlow's first import); citing imports the same modules, so it comes second."""
+    calls: list[str] = []
+    monkeypatch.setattr(census_mod, "probe_one",
+                        lambda name, metric: calls.append(f"probe {metric}") or {"metric": metric})
+    monkeypatch.setattr(census_mod, "cite", lambda name: calls.append("cite") or "f.py:1 g")
+    assert census_mod.main(["--child", "numpy-stable", "nDCG@10", "HR@10"]) == 0
+    assert calls == ["probe nDCG@10", "cite", "probe HR@10"]
+    out = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [o["source"] for o in out] == ["f.py:1 g"] * 2
