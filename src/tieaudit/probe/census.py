@@ -62,7 +62,8 @@ import pandas as pd
 from .adapters import AdapterError, adapters, get_adapter
 
 __all__ = [
-    "ABSENT", "CENSUS_COLUMNS", "K", "NOT_INSTALLABLE", "NOT_PROBED", "NOT_TOLD", "REQUIREMENTS", "Absent",
+    "ABSENT", "ABSENT_BEHAVIOURS", "CENSUS_COLUMNS", "K", "NOT_INSTALLABLE", "NOT_PROBED",
+    "NOT_TOLD", "REQUIREMENTS", "Absent",
     "CensusError", "Environment", "absent", "census", "cite", "environments", "probe_one",
     "publish", "resolve", "write_census",
 ]  # fmt: skip
