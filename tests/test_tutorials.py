@@ -84,7 +84,11 @@ def test_every_tutorial_has_run_blocks() -> None:
         assert any(mark in ("run", "shell") for mark, *_ in blocks(path)), path.name
 
 
-@pytest.mark.parametrize("path", TUTORIALS, ids=[p.stem for p in TUTORIALS])
+@pytest.mark.parametrize("path", [
+    # the your-dataset tutorial runs the pipeline on two small datasets: a minute
+    pytest.param(p, marks=[pytest.mark.slow] if p.stem == "your-dataset" else [])
+    for p in TUTORIALS
+], ids=[p.stem for p in TUTORIALS])  # fmt: skip
 def test_tutorial_runs_and_shows_its_output(path: Path, tmp_path: Path,
                                             monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
     monkeypatch.chdir(tmp_path)
