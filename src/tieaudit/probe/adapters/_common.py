@@ -12,7 +12,7 @@ from ...ties.measures import Measure
 
 __all__ = [
     "Row", "rows", "row_codes", "at_ranks", "per_row", "trec_dicts", "padded", "lists",
-    "one_target", "TOPK_CAVEAT", "TREC_EVAL_CAVEAT", "TREC_EVAL_DECIDES",
+    "per_list", "one_target", "TOPK_CAVEAT", "TREC_EVAL_CAVEAT", "TREC_EVAL_DECIDES",
 ]  # fmt: skip
 
 #: torch.topk's paths, which the probe's short rows on the CPU do not all take.
@@ -132,6 +132,29 @@ def lists(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
         scores[i] = r.score.min()
         scores[i, : len(r.score)] = r.score
     return labels, scores
+
+
+def per_list(metric: type, mean: type, to_numpy: Callable, cutoff: str) -> Callable:
+    """An evaluator from a Keras ranking metric class whose ``update_state`` hands its per-list
+    values to its ``mean`` base (a ``Mean`` metric: keras-rs, TF-Ranking): with a ``Mean``
+    between them in the method order that keeps those values, one ``update_state(labels,
+    scores)`` on every row at once (:func:`lists`) gives each row's value, the library's own.
+    ``to_numpy`` turns the values into an array; ``cutoff`` is the metric's keyword for k."""
+
+    class Kept(mean):  # type: ignore[misc, valid-type]
+        def update_state(self, values, sample_weight=None):
+            self.kept = to_numpy(values)
+            return super().update_state(values, sample_weight=sample_weight)
+
+    cls = type(metric.__name__, (metric, Kept), {})
+
+    def fn(frame: pd.DataFrame, k: int) -> list[float]:
+        labels, scores = lists(frame)
+        evaluator = cls(**{cutoff: k})
+        evaluator.update_state(labels, scores)
+        return [float(v) for v in evaluator.kept.reshape(-1)]
+
+    return fn
 
 
 def one_target(relevant: list[np.ndarray], library: str) -> np.ndarray:

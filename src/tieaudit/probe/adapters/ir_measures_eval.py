@@ -40,6 +40,10 @@ _NAN_CAVEAT = ("trectools' nDCG (TrecEval.get_ndcg, trectools/trec_eval.py) is N
                "with no relevant document in its top k (only the relevant ones of the top k are "
                "kept, so the query has no DCG to divide): counted 0 here, the value every other "
                "evaluator gives it")
+#: the providers whose NaN for a query means no relevant document in its top k (counted 0)
+_NAN_IS_ZERO = frozenset({"trectools"})
+#: provider -> what its source does beyond the probe's rows (:attr:`Adapter.caveat`)
+CAVEATS = {"pytrec_eval": TREC_EVAL_CAVEAT, "trectools": _NAN_CAVEAT}
 _SORTED = "ir_measures.util:RunConverter.as_sorted_namedtuple_iter"
 #: provider -> the functions that decide its order (:attr:`Adapter.decides`)
 DECIDES = {
@@ -84,7 +88,7 @@ def _provider(provider: str, names: dict[str, str]):
             run = {number[q]: v for q, v in run.items()}
             m = ir_measures.parse_measure(names[measure.name].format(k=k))
             got = {x.query_id: float(x.value) for x in impl.evaluator([m], qrels).iter_calc(run)}
-            if provider == "trectools":  # NaN: no relevant document in the top k (_NAN_CAVEAT)
+            if provider in _NAN_IS_ZERO:
                 got = {q: 0.0 if v != v else v for q, v in got.items()}
             return [got[number[q]] for q in queries]
 
@@ -109,7 +113,7 @@ for _provider_name, (_library, _module, _dist, _names) in PROVIDERS.items():
             ".iter_calc(run)",
             tuple(_names), _provider(_provider_name, _names),
             extra="probe" if _dist in ("ir-measures", "pytrec-eval-terrier") else None,
-            caveat={"pytrec_eval": TREC_EVAL_CAVEAT, "trectools": _NAN_CAVEAT}.get(_provider_name, ""),
+            caveat=CAVEATS.get(_provider_name, ""),
             decides=DECIDES[_provider_name],
         )
     )  # fmt: skip

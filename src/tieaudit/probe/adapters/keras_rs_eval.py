@@ -9,11 +9,9 @@ stable ``top_k``: the ties in a fresh random order on every call."""
 
 from __future__ import annotations
 
-import pandas as pd
-
 from ...ties.measures import Measure
 from .base import Adapter, register
-from ._common import lists
+from ._common import per_list
 
 _CLASSES = {"nDCG": "NDCG", "MRR": "MeanReciprocalRank", "P": "PrecisionAtK",
             "Recall": "RecallAtK"}  # fmt: skip
@@ -29,25 +27,9 @@ def build(measure: Measure):
     import keras
     import keras_rs
 
-    class PerList(getattr(keras_rs.metrics, _CLASSES[measure.name])):
-        """The metric as it is, keeping the values of the lists it averages."""
-
-    class Kept(keras.metrics.Mean):
-        def update_state(self, values, sample_weight=None):
-            self.kept = keras.ops.convert_to_numpy(values)
-            return super().update_state(values, sample_weight=sample_weight)
-
-    # RankingMetric.update_state hands its per-list values to keras.metrics.Mean: with Kept
-    # between them in the method order, the values are the library's own, from one call
-    cls = type(PerList.__name__, (PerList, Kept), {})
-
-    def fn(frame: pd.DataFrame, k: int) -> list[float]:
-        labels, scores = lists(frame)
-        metric = cls(k=k)
-        metric.update_state(labels, scores)
-        return [float(v) for v in metric.kept.reshape(-1)]
-
-    return fn
+    # RankingMetric.update_state hands its per-list values to keras.metrics.Mean
+    return per_list(getattr(keras_rs.metrics, _CLASSES[measure.name]), keras.metrics.Mean,
+                    keras.ops.convert_to_numpy, "k")
 
 
 register(

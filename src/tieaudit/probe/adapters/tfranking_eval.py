@@ -10,11 +10,9 @@ fresh random order on every call. TF-Ranking 0.5.5 needs ``tensorflow < 2.16``."
 
 from __future__ import annotations
 
-import pandas as pd
-
 from ...ties.measures import Measure
 from .base import Adapter, register
-from ._common import lists
+from ._common import per_list
 
 _CLASSES = {"nDCG": "NDCGMetric", "MRR": "MRRMetric", "HR": "HitsMetric",
             "P": "PrecisionMetric", "Recall": "RecallMetric"}  # fmt: skip
@@ -29,23 +27,9 @@ def build(measure: Measure):
     import tensorflow as tf
     import tensorflow_ranking as tfr
 
-    class Kept(tf.keras.metrics.Mean):
-        def update_state(self, values, sample_weight=None):
-            self.kept = values.numpy()
-            return super().update_state(values, sample_weight=sample_weight)
-
-    # _RankingMetric.update_state hands its per-list values to tf.keras.metrics.Mean: with
-    # Kept between them in the method order, the values are the library's own, from one call
-    base = getattr(tfr.keras.metrics, _CLASSES[measure.name])
-    cls = type(base.__name__, (base, Kept), {})
-
-    def fn(frame: pd.DataFrame, k: int) -> list[float]:
-        labels, scores = lists(frame)
-        metric = cls(topn=k)
-        metric.update_state(labels, scores)
-        return [float(v) for v in metric.kept.reshape(-1)]
-
-    return fn
+    # _RankingMetric.update_state hands its per-list values to tf.keras.metrics.Mean
+    return per_list(getattr(tfr.keras.metrics, _CLASSES[measure.name]), tf.keras.metrics.Mean,
+                    lambda values: values.numpy(), "topn")
 
 
 register(
