@@ -57,7 +57,7 @@ def start(snakemake: Any) -> logging.Logger:
 
 def _where(snakemake: Any) -> str:
     """`` (dataset=x, scorer=y)``: the wildcards of a step, for its failure's line."""
-    got = ", ".join(f"{k}={v}" for k, v in dict(snakemake.wildcards.items()).items())
+    got = ", ".join(f"{k}={v}" for k, v in snakemake.wildcards.items())
     return f" ({got})" if got else ""
 
 
@@ -69,13 +69,11 @@ def _say_why(console: Any, rule: str, path: Path, where: str = "") -> Any:
         traceback.print_exception(kind, exc, tb, file=sys.stderr)
         sys.stderr.flush()
         why = " ".join(str(exc).split()) or "(no message)"
-        line = f"rule {rule} failed: {kind.__name__}: {why} (traceback: {path})"
-        print(line, file=console, flush=True)
+        said = f"failed: {kind.__name__}: {why} (traceback: {path})"
+        print(f"rule {rule} {said}", file=console, flush=True)
         try:
             REASONS.mkdir(parents=True, exist_ok=True)
-            (REASONS / f"{rule}.{os.getpid()}.txt").write_text(
-                f"rule {rule}{where} failed: {kind.__name__}: {why} (traceback: {path})\n"
-            )
+            (REASONS / f"{rule}.{os.getpid()}.txt").write_text(f"rule {rule}{where} {said}\n")
         except OSError:  # the console line and the log said it already
             pass
 
